@@ -7,7 +7,10 @@
 //! own all I/O; the same inputs always give the same outputs, so a three-hop worm is a
 //! unit test.
 
+pub mod fence;
+pub mod fingerprint;
 pub mod message;
+pub mod normalize;
 pub mod policy;
 pub mod provenance;
 pub mod time;
