@@ -7,8 +7,10 @@
 //! own all I/O; the same inputs always give the same outputs, so a three-hop worm is a
 //! unit test.
 
+pub mod containment;
 pub mod fence;
 pub mod fingerprint;
+pub mod limits;
 pub mod message;
 pub mod normalize;
 pub mod policy;

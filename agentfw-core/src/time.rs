@@ -24,14 +24,18 @@ impl Timestamp {
         self.0
     }
 
-    /// `self + d`, saturating at the end of time.
-    pub fn add(self, d: Duration) -> Self {
-        Self(self.0.saturating_add(millis(d)))
-    }
-
     /// How long ago `earlier` was, zero if it is in the future.
     pub fn since(self, earlier: Timestamp) -> Duration {
         Duration::from_millis(self.0.saturating_sub(earlier.0))
+    }
+}
+
+impl core::ops::Add<Duration> for Timestamp {
+    type Output = Timestamp;
+
+    /// `self + d`, saturating at the end of time.
+    fn add(self, d: Duration) -> Timestamp {
+        Timestamp(self.0.saturating_add(millis(d)))
     }
 }
 

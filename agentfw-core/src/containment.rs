@@ -1,0 +1,195 @@
+//! Containment: what to hold back when an injection spreads (CT1–CT3).
+//!
+//! When rules refuse text that was forwarded (hops ≥ 2), every agent it passed through is
+//! quarantined: for an hour it can neither send nor receive. The text itself is remembered
+//! for seven days and refused on sight wherever it shows up again. An admin can lift a
+//! quarantine or forget a text.
+
+use core::fmt;
+use core::time::Duration;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fingerprint::{Fingerprints, TextMemory};
+use crate::message::{AgentId, Hop, MessageId};
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContainmentConfig {
+    /// How long an agent on a refused text's path is quarantined (CT1).
+    pub quarantine: Duration,
+    /// How long refused text is remembered (CT2).
+    pub remember: Duration,
+    /// At most this many remembered texts; the oldest go first.
+    pub max_remembered: usize,
+}
+
+impl Default for ContainmentConfig {
+    fn default() -> Self {
+        Self {
+            quarantine: Duration::from_secs(3600),
+            remember: Duration::from_secs(7 * 24 * 3600),
+            max_remembered: 10_000,
+        }
+    }
+}
+
+/// Names a remembered text, so an admin can forget it: the fingerprint of the whole text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TextId(pub u64);
+
+impl fmt::Display for TextId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+/// Why an agent is quarantined.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quarantine {
+    pub until: Timestamp,
+    /// The refused message that put it there, or `None` when an admin did.
+    pub message: Option<MessageId>,
+    pub reason: String,
+}
+
+/// A refused text, remembered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Remembered {
+    pub text: TextId,
+    pub message: MessageId,
+    pub rule: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Containment {
+    config: ContainmentConfig,
+    quarantined: BTreeMap<AgentId, Quarantine>,
+    remembered: TextMemory<Remembered>,
+}
+
+impl Containment {
+    pub fn new(config: ContainmentConfig) -> Self {
+        let remembered = TextMemory::new(config.remember, config.max_remembered);
+        Self {
+            config,
+            quarantined: BTreeMap::new(),
+            remembered,
+        }
+    }
+
+    /// The live quarantine of `agent`, if any.
+    pub fn quarantine_of(&self, now: Timestamp, agent: &AgentId) -> Option<&Quarantine> {
+        self.quarantined.get(agent).filter(|q| q.until > now)
+    }
+
+    /// The remembered refusal this text matches, if any (CT2).
+    pub fn recall(&self, now: Timestamp, prints: &Fingerprints) -> Option<&Remembered> {
+        self.remembered.matches(now, prints).into_iter().next()
+    }
+
+    /// Contain refused forwarded text: quarantine every agent on `path` except `spared` (the
+    /// recipient, which never saw it) and remember the text. Returns who was quarantined.
+    pub fn contain(
+        &mut self,
+        now: Timestamp,
+        path: &[Hop],
+        spared: &AgentId,
+        prints: &Fingerprints,
+        refusal: Remembered,
+    ) -> Vec<(AgentId, Quarantine)> {
+        let until = now + self.config.quarantine;
+        let reason = format!(
+            "forwarded text refused by rule `{}`: {}",
+            refusal.rule, refusal.reason
+        );
+        let mut held = Vec::new();
+        for hop in path.iter().filter(|h| &h.agent != spared) {
+            let q = Quarantine {
+                until,
+                message: Some(refusal.message),
+                reason: reason.clone(),
+            };
+            if self
+                .quarantined
+                .get(&hop.agent)
+                .is_none_or(|old| old.until < until)
+            {
+                self.quarantined.insert(hop.agent.clone(), q.clone());
+                held.push((hop.agent.clone(), q));
+            }
+        }
+        self.remember(now, prints, refusal);
+        held
+    }
+
+    /// Remember refused text without quarantining anyone.
+    pub fn remember(&mut self, now: Timestamp, prints: &Fingerprints, refusal: Remembered) {
+        if self.recall(now, prints).is_none() {
+            self.remembered.insert(now, prints.clone(), refusal);
+        }
+    }
+
+    /// An admin's quarantine (AM2), for `duration`.
+    pub fn quarantine(
+        &mut self,
+        now: Timestamp,
+        agent: AgentId,
+        duration: Duration,
+        reason: String,
+    ) -> Quarantine {
+        let q = Quarantine {
+            until: now + duration,
+            message: None,
+            reason,
+        };
+        self.quarantined.insert(agent, q.clone());
+        q
+    }
+
+    /// Lift a quarantine (CT3). Returns whether there was one.
+    pub fn lift(&mut self, agent: &AgentId) -> bool {
+        self.quarantined.remove(agent).is_some()
+    }
+
+    /// Forget a remembered text (CT3). Returns whether it was remembered.
+    pub fn forget(&mut self, text: TextId) -> bool {
+        self.remembered.forget(|r| r.text == text) > 0
+    }
+
+    /// Drop expired quarantines and texts; returns the agents released.
+    pub fn expire(&mut self, now: Timestamp) -> Vec<AgentId> {
+        let released: Vec<AgentId> = self
+            .quarantined
+            .iter()
+            .filter(|(_, q)| q.until <= now)
+            .map(|(a, _)| a.clone())
+            .collect();
+        for agent in &released {
+            self.quarantined.remove(agent);
+        }
+        self.remembered.expire(now);
+        released
+    }
+
+    pub fn next_expiry(&self) -> Option<Timestamp> {
+        self.quarantined
+            .values()
+            .map(|q| q.until)
+            .chain(self.remembered.next_expiry())
+            .min()
+    }
+
+    /// Every quarantined agent, live or not yet expired by a timeout.
+    pub fn quarantined(&self) -> impl Iterator<Item = (&AgentId, &Quarantine)> {
+        self.quarantined.iter()
+    }
+
+    /// Every remembered text.
+    pub fn remembered(&self) -> impl Iterator<Item = &Remembered> {
+        self.remembered.values()
+    }
+}

@@ -1,0 +1,671 @@
+//! Limits that need a person (LM1–LM6): fan-out, the turn fuse, rate, the thread fuse and
+//! loop signals. None of them looks at what the text means; each trips at its number and
+//! its refusal says what happened and asks the agent to fetch its user (LM6).
+//!
+//! The turn fuse counts a *chain*: a message's turn is one more than the highest turn its
+//! sender has received since a person last spoke in that session, so a pair, a triangle or
+//! any longer cycle of agents answering each other all count towards the same fuse.
+
+use core::fmt;
+use core::time::Duration;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{AgentId, MessageId, ThreadId};
+use crate::time::Timestamp;
+
+/// What to do when a loop signal fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Refuse,
+    /// Let the message through with a warning in its verdict.
+    Warn,
+    Off,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitsConfig {
+    /// LM1: distinct recipients one agent may reach in `fan_out_window`.
+    pub fan_out: usize,
+    pub fan_out_window: Duration,
+    /// LM2: messages in one chain of agents with no person in between.
+    pub max_turns: u32,
+    /// LM3: messages one agent may send in `rate_window`.
+    pub rate: usize,
+    pub rate_window: Duration,
+    /// LM4: messages in one thread, and its age, before it closes.
+    pub thread_messages: u32,
+    pub thread_age: Duration,
+    /// LM5: how similar (in percent) adjacent messages may be before they count as a
+    /// near-duplicate, and how far back repeats are looked for.
+    pub similarity_percent: u8,
+    pub repeat_window: Duration,
+    pub self_repeat: Action,
+    pub near_duplicate: Action,
+    pub ack_ping_pong: Action,
+    pub ack_only: Action,
+    /// Bounds the message → thread map that lets replies find their thread.
+    pub max_tracked_messages: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            fan_out: 8,
+            fan_out_window: Duration::from_secs(600),
+            max_turns: 10,
+            rate: 60,
+            rate_window: Duration::from_secs(60),
+            thread_messages: 30,
+            thread_age: Duration::from_secs(24 * 3600),
+            similarity_percent: 85,
+            repeat_window: Duration::from_secs(600),
+            self_repeat: Action::Refuse,
+            near_duplicate: Action::Refuse,
+            ack_ping_pong: Action::Refuse,
+            ack_only: Action::Warn,
+            max_tracked_messages: 100_000,
+        }
+    }
+}
+
+/// A limit that tripped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Trip {
+    FanOut {
+        limit: usize,
+        window_secs: u64,
+    },
+    TurnFuse {
+        limit: u32,
+    },
+    Rate {
+        limit: usize,
+        window_secs: u64,
+    },
+    ThreadMessages {
+        thread: ThreadId,
+        limit: u32,
+    },
+    ThreadAge {
+        thread: ThreadId,
+        hours: u64,
+    },
+    SelfRepeat,
+    NearDuplicate {
+        percent: u8,
+    },
+    AckPingPong,
+    AckOnly,
+    /// `reply_to` names no message the sender took part in within the thread window.
+    UnknownReply {
+        reply_to: MessageId,
+    },
+}
+
+impl Trip {
+    /// A stable code for logs and scripts, e.g. `limit.fan_out`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Trip::FanOut { .. } => "limit.fan_out",
+            Trip::TurnFuse { .. } => "limit.turn_fuse",
+            Trip::Rate { .. } => "limit.rate",
+            Trip::ThreadMessages { .. } => "limit.thread_messages",
+            Trip::ThreadAge { .. } => "limit.thread_age",
+            Trip::SelfRepeat => "loop.self_repeat",
+            Trip::NearDuplicate { .. } => "loop.near_duplicate",
+            Trip::AckPingPong => "loop.ack_ping_pong",
+            Trip::AckOnly => "loop.ack_only",
+            Trip::UnknownReply { .. } => "message.unknown_reply",
+        }
+    }
+}
+
+impl fmt::Display for Trip {
+    /// What happened and what to do, in words an agent can pass on to its user (LM6).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trip::FanOut { limit, window_secs } => write!(
+                f,
+                "you have already messaged {limit} different agents in the last {} minutes, the most allowed; ask your user before reaching anyone else",
+                window_secs / 60
+            ),
+            Trip::TurnFuse { limit } => write!(
+                f,
+                "this conversation has gone {limit} messages back and forth between agents with no person in between; stop and ask your user to step in"
+            ),
+            Trip::Rate { limit, window_secs } => write!(
+                f,
+                "you have sent {limit} messages in the last {window_secs} seconds, the most allowed; wait, and ask your user if this keeps happening"
+            ),
+            Trip::ThreadMessages { thread, limit } => write!(
+                f,
+                "thread {thread} is closed: it reached {limit} messages; ask your user whether to start a new conversation"
+            ),
+            Trip::ThreadAge { thread, hours } => write!(
+                f,
+                "thread {thread} is closed: it is older than {hours} hours; ask your user whether to start a new conversation"
+            ),
+            Trip::SelfRepeat => {
+                f.write_str("you already sent this exact text to this agent recently; the conversation looks stuck, ask your user")
+            }
+            Trip::NearDuplicate { percent } => write!(
+                f,
+                "this message is at least {percent}% the same as the one before it in this conversation; the agents look stuck in a loop, ask your user"
+            ),
+            Trip::AckPingPong => f.write_str(
+                "both agents are only acknowledging each other; nothing is left to say, so stop here and tell your user",
+            ),
+            Trip::AckOnly => f.write_str("this message only acknowledges; agents need not acknowledge each other"),
+            Trip::UnknownReply { reply_to } => write!(
+                f,
+                "`{reply_to}` is not a message you sent or received in a thread that is still open; reply without reply_to or check the id with your user"
+            ),
+        }
+    }
+}
+
+/// A message the limits are asked about.
+#[derive(Clone, Copy, Debug)]
+pub struct Attempt<'a> {
+    pub id: MessageId,
+    pub from: &'a AgentId,
+    pub to: &'a AgentId,
+    pub reply_to: Option<MessageId>,
+    /// The folded text, for loop signals.
+    pub folded: &'a str,
+    /// The whole-text fingerprint, for self-repeats.
+    pub whole: u64,
+}
+
+/// What the limits decided for one message that may be sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admit {
+    pub thread: ThreadId,
+    /// Messages in the thread before this one.
+    pub thread_turns: u32,
+    /// The message's place in its chain of agent turns (1 = prompted by a person).
+    pub turn: u32,
+    /// Loop signals set to [`Action::Warn`] that fired.
+    pub warnings: Vec<Trip>,
+    /// Kept for the near-duplicate check of the next message in this pair.
+    grams: Vec<u32>,
+    ack: bool,
+}
+
+/// The outcome of [`Limits::check`]: admitted, or refused with the trip and, when a thread
+/// fuse blew for the first time, the note to leave in the thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Check {
+    Admit(Admit),
+    Refuse {
+        trip: Trip,
+        note: Option<ThreadNote>,
+    },
+}
+
+/// A system note left in a thread when it closes (LM4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadNote {
+    pub thread: ThreadId,
+    pub participants: Vec<AgentId>,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct AgentState {
+    /// (when, to whom, whole-text fingerprint) of each accepted send, oldest first.
+    sent: VecDeque<(Timestamp, AgentId, u64)>,
+    /// Highest turn received since a person last spoke in this session.
+    chain: u32,
+    last_active: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct LastMessage {
+    from: AgentId,
+    at: Timestamp,
+    grams: Vec<u32>,
+    ack: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct ThreadState {
+    count: u32,
+    participants: Vec<AgentId>,
+    noted: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Tracked {
+    thread: ThreadId,
+    from: AgentId,
+    to: AgentId,
+}
+
+/// The counters behind every limit, all bounded in time.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Limits {
+    config: LimitsConfig,
+    agents: HashMap<AgentId, AgentState>,
+    /// The last message between each pair, keyed by the two ids in order.
+    pairs: HashMap<(AgentId, AgentId), LastMessage>,
+    threads: HashMap<ThreadId, ThreadState>,
+    /// Accepted messages by id (ULIDs sort by time, so expiry trims from the front).
+    messages: BTreeMap<MessageId, Tracked>,
+}
+
+/// Largest text compared for near-duplicates; longer texts are compared on this prefix.
+const MAX_COMPARED: usize = 4096;
+
+impl Limits {
+    pub fn new(config: LimitsConfig) -> Self {
+        Self {
+            config,
+            agents: HashMap::new(),
+            pairs: HashMap::new(),
+            threads: HashMap::new(),
+            messages: BTreeMap::new(),
+        }
+    }
+
+    pub fn config(&self) -> &LimitsConfig {
+        &self.config
+    }
+
+    /// Would this message pass every limit? Changes nothing but a thread's `noted` flag.
+    pub fn check(&mut self, now: Timestamp, attempt: &Attempt<'_>) -> Check {
+        let &Attempt {
+            id,
+            from,
+            to,
+            reply_to,
+            folded,
+            whole,
+        } = attempt;
+        let c = &self.config;
+        let thread = match reply_to {
+            None => id,
+            Some(r) => match self.messages.get(&r) {
+                Some(t) if &t.from == from || &t.to == from => t.thread,
+                _ => {
+                    return Check::Refuse {
+                        trip: Trip::UnknownReply { reply_to: r },
+                        note: None,
+                    };
+                }
+            },
+        };
+        let state = self.agents.get(from);
+        let sent = || state.into_iter().flat_map(|s| s.sent.iter());
+        let rate_since = now.as_millis().saturating_sub(millis(c.rate_window));
+        if sent()
+            .filter(|(at, _, _)| at.as_millis() > rate_since)
+            .count()
+            >= c.rate
+        {
+            return refuse(Trip::Rate {
+                limit: c.rate,
+                window_secs: c.rate_window.as_secs(),
+            });
+        }
+        let fan_since = now.as_millis().saturating_sub(millis(c.fan_out_window));
+        let mut reached: Vec<&AgentId> = sent()
+            .filter(|(at, _, _)| at.as_millis() > fan_since)
+            .map(|(_, a, _)| a)
+            .collect();
+        reached.sort();
+        reached.dedup();
+        if !reached.contains(&to) && reached.len() >= c.fan_out {
+            return refuse(Trip::FanOut {
+                limit: c.fan_out,
+                window_secs: c.fan_out_window.as_secs(),
+            });
+        }
+        let turn = state.map_or(0, |s| s.chain).saturating_add(1);
+        if turn > c.max_turns {
+            return refuse(Trip::TurnFuse { limit: c.max_turns });
+        }
+        if let Some(trip) = self.thread_closed(now, thread) {
+            let note = self.threads.get_mut(&thread).filter(|t| !t.noted).map(|t| {
+                t.noted = true;
+                ThreadNote {
+                    thread,
+                    participants: t.participants.clone(),
+                    text: format!(
+                        "agentfw: this thread is closed ({trip}). A person can start a new one."
+                    ),
+                }
+            });
+            return Check::Refuse { trip, note };
+        }
+
+        let c = &self.config;
+        let mut warnings = Vec::new();
+        let repeat_since = now.as_millis().saturating_sub(millis(c.repeat_window));
+        let repeated =
+            sent().any(|(at, a, h)| at.as_millis() > repeat_since && a == to && *h == whole);
+        let grams = grams(folded);
+        let ack = is_ack_only(folded);
+        let last = self
+            .pairs
+            .get(&pair(from, to))
+            .filter(|l| l.at.as_millis() > repeat_since);
+        let signals = [
+            (repeated, c.self_repeat, Trip::SelfRepeat),
+            (
+                last.is_some_and(|l| similar(&l.grams, &grams, c.similarity_percent)),
+                c.near_duplicate,
+                Trip::NearDuplicate {
+                    percent: c.similarity_percent,
+                },
+            ),
+            (
+                ack && last.is_some_and(|l| l.ack && &l.from != from),
+                c.ack_ping_pong,
+                Trip::AckPingPong,
+            ),
+            (ack, c.ack_only, Trip::AckOnly),
+        ];
+        for (fired, action, trip) in signals {
+            match (fired, action) {
+                (true, Action::Refuse) => return refuse(trip),
+                (true, Action::Warn) => warnings.push(trip),
+                _ => {}
+            }
+        }
+        let thread_turns = self.threads.get(&thread).map_or(0, |t| t.count);
+        Check::Admit(Admit {
+            thread,
+            thread_turns,
+            turn,
+            warnings,
+            grams,
+            ack,
+        })
+    }
+
+    fn thread_closed(&self, now: Timestamp, thread: ThreadId) -> Option<Trip> {
+        let c = &self.config;
+        if now.since(thread.timestamp()) >= c.thread_age {
+            return Some(Trip::ThreadAge {
+                thread,
+                hours: c.thread_age.as_secs() / 3600,
+            });
+        }
+        let count = self.threads.get(&thread).map_or(0, |t| t.count);
+        (count >= c.thread_messages).then_some(Trip::ThreadMessages {
+            thread,
+            limit: c.thread_messages,
+        })
+    }
+
+    /// Count a message the firewall accepted.
+    pub fn record_send(&mut self, now: Timestamp, attempt: &Attempt<'_>, admit: Admit) {
+        let &Attempt {
+            id,
+            from,
+            to,
+            whole,
+            ..
+        } = attempt;
+        let keep = millis(
+            self.config
+                .rate_window
+                .max(self.config.fan_out_window)
+                .max(self.config.repeat_window),
+        );
+        let agent = self.agents.entry(from.clone()).or_default();
+        agent.sent.push_back((now, to.clone(), whole));
+        trim(&mut agent.sent, now, keep);
+        agent.last_active = now;
+        self.pairs.insert(
+            pair(from, to),
+            LastMessage {
+                from: from.clone(),
+                at: now,
+                grams: admit.grams,
+                ack: admit.ack,
+            },
+        );
+        let thread = self.threads.entry(admit.thread).or_default();
+        thread.count = thread.count.saturating_add(1);
+        for a in [from, to] {
+            if !thread.participants.contains(a) {
+                thread.participants.push(a.clone());
+            }
+        }
+        while self.messages.len() >= self.config.max_tracked_messages.max(1) {
+            self.messages.pop_first();
+        }
+        self.messages.insert(
+            id,
+            Tracked {
+                thread: admit.thread,
+                from: from.clone(),
+                to: to.clone(),
+            },
+        );
+    }
+
+    /// `to` received a message at `turn` in its chain.
+    pub fn record_delivery(&mut self, now: Timestamp, to: &AgentId, turn: u32) {
+        let agent = self.agents.entry(to.clone()).or_default();
+        agent.chain = agent.chain.max(turn);
+        agent.last_active = now;
+    }
+
+    /// A person spoke in `agent`'s session: its chain starts again (LM2).
+    pub fn human_turn(&mut self, agent: &AgentId) {
+        if let Some(a) = self.agents.get_mut(agent) {
+            a.chain = 0;
+        }
+    }
+
+    /// Drop what no limit can look at any more. Agents idle for longer than a thread may
+    /// live are forgotten, their turn chain with them.
+    pub fn expire(&mut self, now: Timestamp) {
+        let c = &self.config;
+        let keep = millis(c.rate_window.max(c.fan_out_window).max(c.repeat_window));
+        let idle = millis(c.thread_age);
+        self.agents.retain(|_, a| {
+            trim(&mut a.sent, now, keep);
+            now.as_millis().saturating_sub(a.last_active.as_millis()) < idle
+        });
+        let repeat = millis(c.repeat_window);
+        self.pairs
+            .retain(|_, l| now.as_millis().saturating_sub(l.at.as_millis()) < repeat);
+        self.threads
+            .retain(|t, _| now.since(t.timestamp()) < c.thread_age);
+        while self
+            .messages
+            .first_key_value()
+            .is_some_and(|(id, _)| now.since(id.timestamp()) >= c.thread_age)
+        {
+            self.messages.pop_first();
+        }
+    }
+
+    /// The chain each agent is at, for status displays.
+    pub fn turn_of(&self, agent: &AgentId) -> u32 {
+        self.agents.get(agent).map_or(0, |a| a.chain)
+    }
+}
+
+fn refuse(trip: Trip) -> Check {
+    Check::Refuse { trip, note: None }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn trim(sent: &mut VecDeque<(Timestamp, AgentId, u64)>, now: Timestamp, keep: u64) {
+    let since = now.as_millis().saturating_sub(keep);
+    while sent
+        .front()
+        .is_some_and(|(at, _, _)| at.as_millis() <= since)
+    {
+        sent.pop_front();
+    }
+}
+
+fn pair(a: &AgentId, b: &AgentId) -> (AgentId, AgentId) {
+    if a <= b {
+        (a.clone(), b.clone())
+    } else {
+        (b.clone(), a.clone())
+    }
+}
+
+/// The distinct 3-byte windows of a text, packed into integers and sorted.
+fn grams(folded: &str) -> Vec<u32> {
+    let bytes = folded.as_bytes();
+    let bytes = bytes.get(..MAX_COMPARED).unwrap_or(bytes);
+    let mut grams: Vec<u32> = bytes
+        .windows(3)
+        .map(|w| w.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)))
+        .collect();
+    if grams.is_empty() && !bytes.is_empty() {
+        grams.push(bytes.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)));
+    }
+    grams.sort_unstable();
+    grams.dedup();
+    grams
+}
+
+/// Jaccard similarity of two gram sets, at least `percent`%?
+fn similar(a: &[u32], b: &[u32], percent: u8) -> bool {
+    let (small, large) = if a.len() <= b.len() {
+        (a.len(), b.len())
+    } else {
+        (b.len(), a.len())
+    };
+    // |A∩B| ≤ |small| and |A∪B| ≥ |large|: a size gap alone can rule it out.
+    if large == 0 || small * 100 < large * usize::from(percent) {
+        return false;
+    }
+    let (mut i, mut j, mut shared) = (0, 0, 0usize);
+    while let (Some(x), Some(y)) = (a.get(i), b.get(j)) {
+        match x.cmp(y) {
+            core::cmp::Ordering::Less => i += 1,
+            core::cmp::Ordering::Greater => j += 1,
+            core::cmp::Ordering::Equal => {
+                shared += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - shared;
+    shared * 100 >= union * usize::from(percent)
+}
+
+/// Words that, alone, only acknowledge. "yes", "no" and "done" are left out: they answer.
+const ACK_WORDS: &[&str] = &[
+    "a",
+    "ack",
+    "acknowledged",
+    "all",
+    "alright",
+    "appreciate",
+    "appreciated",
+    "awesome",
+    "cheers",
+    "cool",
+    "do",
+    "for",
+    "good",
+    "got",
+    "great",
+    "it",
+    "k",
+    "kk",
+    "lot",
+    "makes",
+    "much",
+    "nice",
+    "noted",
+    "np",
+    "ok",
+    "okay",
+    "perfect",
+    "received",
+    "right",
+    "roger",
+    "sense",
+    "so",
+    "sounds",
+    "thank",
+    "thanks",
+    "that",
+    "the",
+    "thx",
+    "ty",
+    "understood",
+    "very",
+    "will",
+    "you",
+];
+
+/// Is this (folded) text nothing but an acknowledgement: "Thanks, got it!", "ok 👍"?
+pub fn is_ack_only(folded: &str) -> bool {
+    let words: Vec<&str> = folded
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.is_empty() {
+        // Only emoji and punctuation, like "👍" or "🙏!"
+        return folded
+            .chars()
+            .any(|c| !c.is_ascii() && !c.is_alphanumeric());
+    }
+    words.len() <= 8 && words.iter().all(|w| ACK_WORDS.binary_search(w).is_ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ack_words_are_sorted_for_binary_search() {
+        assert!(ACK_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn acknowledgements_are_recognised_and_answers_are_not() {
+        for t in [
+            "ok",
+            "thanks, got it!",
+            "sounds good 👍",
+            "👍",
+            "will do.",
+            "ok thank you very much",
+        ] {
+            assert!(is_ack_only(t), "{t}");
+        }
+        for t in [
+            "yes",
+            "no",
+            "done",
+            "ok, but the test on line 40 fails",
+            "thanks; use port 8080",
+            "",
+        ] {
+            assert!(!is_ack_only(t), "{t}");
+        }
+    }
+
+    #[test]
+    fn similarity_is_jaccard_over_trigrams() {
+        let a = grams("the build is green on main and the deploy can go ahead now");
+        let b = grams("the build is green on main and the deploy can go ahead now!");
+        let c = grams("please look at the flaky test in the payments module today");
+        assert!(similar(&a, &b, 85));
+        assert!(!similar(&a, &c, 85));
+        assert!(similar(&a, &a, 100));
+    }
+}
