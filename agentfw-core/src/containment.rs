@@ -74,11 +74,7 @@ pub struct Containment {
 impl Containment {
     pub fn new(config: ContainmentConfig) -> Self {
         let remembered = TextMemory::new(config.remember, config.max_remembered);
-        Self {
-            config,
-            quarantined: BTreeMap::new(),
-            remembered,
-        }
+        Self { config, quarantined: BTreeMap::new(), remembered }
     }
 
     /// The live quarantine of `agent`, if any.
@@ -102,22 +98,11 @@ impl Containment {
         refusal: Remembered,
     ) -> Vec<(AgentId, Quarantine)> {
         let until = now + self.config.quarantine;
-        let reason = format!(
-            "forwarded text refused by rule `{}`: {}",
-            refusal.rule, refusal.reason
-        );
+        let reason = format!("forwarded text refused by rule `{}`: {}", refusal.rule, refusal.reason);
         let mut held = Vec::new();
         for hop in path.iter().filter(|h| &h.agent != spared) {
-            let q = Quarantine {
-                until,
-                message: Some(refusal.message),
-                reason: reason.clone(),
-            };
-            if self
-                .quarantined
-                .get(&hop.agent)
-                .is_none_or(|old| old.until < until)
-            {
+            let q = Quarantine { until, message: Some(refusal.message), reason: reason.clone() };
+            if self.quarantined.get(&hop.agent).is_none_or(|old| old.until < until) {
                 self.quarantined.insert(hop.agent.clone(), q.clone());
                 held.push((hop.agent.clone(), q));
             }
@@ -134,18 +119,8 @@ impl Containment {
     }
 
     /// An admin's quarantine (AM2), for `duration`.
-    pub fn quarantine(
-        &mut self,
-        now: Timestamp,
-        agent: AgentId,
-        duration: Duration,
-        reason: String,
-    ) -> Quarantine {
-        let q = Quarantine {
-            until: now + duration,
-            message: None,
-            reason,
-        };
+    pub fn quarantine(&mut self, now: Timestamp, agent: AgentId, duration: Duration, reason: String) -> Quarantine {
+        let q = Quarantine { until: now + duration, message: None, reason };
         self.quarantined.insert(agent, q.clone());
         q
     }
@@ -162,12 +137,8 @@ impl Containment {
 
     /// Drop expired quarantines and texts; returns the agents released.
     pub fn expire(&mut self, now: Timestamp) -> Vec<AgentId> {
-        let released: Vec<AgentId> = self
-            .quarantined
-            .iter()
-            .filter(|(_, q)| q.until <= now)
-            .map(|(a, _)| a.clone())
-            .collect();
+        let released: Vec<AgentId> =
+            self.quarantined.iter().filter(|(_, q)| q.until <= now).map(|(a, _)| a.clone()).collect();
         for agent in &released {
             self.quarantined.remove(agent);
         }
@@ -176,11 +147,7 @@ impl Containment {
     }
 
     pub fn next_expiry(&self) -> Option<Timestamp> {
-        self.quarantined
-            .values()
-            .map(|q| q.until)
-            .chain(self.remembered.next_expiry())
-            .min()
+        self.quarantined.values().map(|q| q.until).chain(self.remembered.next_expiry()).min()
     }
 
     /// Every quarantined agent, live or not yet expired by a timeout.

@@ -10,6 +10,7 @@
 pub mod containment;
 pub mod fence;
 pub mod fingerprint;
+pub mod firewall;
 pub mod limits;
 pub mod message;
 pub mod normalize;

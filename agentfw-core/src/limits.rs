@@ -174,7 +174,8 @@ pub struct Attempt<'a> {
     pub id: MessageId,
     pub from: &'a AgentId,
     pub to: &'a AgentId,
-    pub reply_to: Option<MessageId>,
+    /// The thread, from [`Limits::thread_for`].
+    pub thread: ThreadId,
     /// The folded text, for loop signals.
     pub folded: &'a str,
     /// The whole-text fingerprint, for self-repeats.
@@ -185,8 +186,6 @@ pub struct Attempt<'a> {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Admit {
     pub thread: ThreadId,
-    /// Messages in the thread before this one.
-    pub thread_turns: u32,
     /// The message's place in its chain of agent turns (1 = prompted by a person).
     pub turn: u32,
     /// Loop signals set to [`Action::Warn`] that fired.
@@ -201,10 +200,7 @@ pub struct Admit {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Check {
     Admit(Admit),
-    Refuse {
-        trip: Trip,
-        note: Option<ThreadNote>,
-    },
+    Refuse { trip: Trip, note: Option<ThreadNote> },
 }
 
 /// A system note left in a thread when it closes (LM4).
@@ -278,52 +274,21 @@ impl Limits {
 
     /// Would this message pass every limit? Changes nothing but a thread's `noted` flag.
     pub fn check(&mut self, now: Timestamp, attempt: &Attempt<'_>) -> Check {
-        let &Attempt {
-            id,
-            from,
-            to,
-            reply_to,
-            folded,
-            whole,
-        } = attempt;
+        let &Attempt { from, to, thread, folded, whole, .. } = attempt;
         let c = &self.config;
-        let thread = match reply_to {
-            None => id,
-            Some(r) => match self.messages.get(&r) {
-                Some(t) if &t.from == from || &t.to == from => t.thread,
-                _ => {
-                    return Check::Refuse {
-                        trip: Trip::UnknownReply { reply_to: r },
-                        note: None,
-                    };
-                }
-            },
-        };
         let state = self.agents.get(from);
         let sent = || state.into_iter().flat_map(|s| s.sent.iter());
         let rate_since = now.as_millis().saturating_sub(millis(c.rate_window));
-        if sent()
-            .filter(|(at, _, _)| at.as_millis() > rate_since)
-            .count()
-            >= c.rate
-        {
-            return refuse(Trip::Rate {
-                limit: c.rate,
-                window_secs: c.rate_window.as_secs(),
-            });
+        if sent().filter(|(at, _, _)| at.as_millis() > rate_since).count() >= c.rate {
+            return refuse(Trip::Rate { limit: c.rate, window_secs: c.rate_window.as_secs() });
         }
         let fan_since = now.as_millis().saturating_sub(millis(c.fan_out_window));
-        let mut reached: Vec<&AgentId> = sent()
-            .filter(|(at, _, _)| at.as_millis() > fan_since)
-            .map(|(_, a, _)| a)
-            .collect();
+        let mut reached: Vec<&AgentId> =
+            sent().filter(|(at, _, _)| at.as_millis() > fan_since).map(|(_, a, _)| a).collect();
         reached.sort();
         reached.dedup();
         if !reached.contains(&to) && reached.len() >= c.fan_out {
-            return refuse(Trip::FanOut {
-                limit: c.fan_out,
-                window_secs: c.fan_out_window.as_secs(),
-            });
+            return refuse(Trip::FanOut { limit: c.fan_out, window_secs: c.fan_out_window.as_secs() });
         }
         let turn = state.map_or(0, |s| s.chain).saturating_add(1);
         if turn > c.max_turns {
@@ -335,9 +300,7 @@ impl Limits {
                 ThreadNote {
                     thread,
                     participants: t.participants.clone(),
-                    text: format!(
-                        "agentfw: this thread is closed ({trip}). A person can start a new one."
-                    ),
+                    text: format!("agentfw: this thread is closed ({trip}). A person can start a new one."),
                 }
             });
             return Check::Refuse { trip, note };
@@ -346,28 +309,18 @@ impl Limits {
         let c = &self.config;
         let mut warnings = Vec::new();
         let repeat_since = now.as_millis().saturating_sub(millis(c.repeat_window));
-        let repeated =
-            sent().any(|(at, a, h)| at.as_millis() > repeat_since && a == to && *h == whole);
+        let repeated = sent().any(|(at, a, h)| at.as_millis() > repeat_since && a == to && *h == whole);
         let grams = grams(folded);
         let ack = is_ack_only(folded);
-        let last = self
-            .pairs
-            .get(&pair(from, to))
-            .filter(|l| l.at.as_millis() > repeat_since);
+        let last = self.pairs.get(&pair(from, to)).filter(|l| l.at.as_millis() > repeat_since);
         let signals = [
             (repeated, c.self_repeat, Trip::SelfRepeat),
             (
                 last.is_some_and(|l| similar(&l.grams, &grams, c.similarity_percent)),
                 c.near_duplicate,
-                Trip::NearDuplicate {
-                    percent: c.similarity_percent,
-                },
+                Trip::NearDuplicate { percent: c.similarity_percent },
             ),
-            (
-                ack && last.is_some_and(|l| l.ack && &l.from != from),
-                c.ack_ping_pong,
-                Trip::AckPingPong,
-            ),
+            (ack && last.is_some_and(|l| l.ack && &l.from != from), c.ack_ping_pong, Trip::AckPingPong),
             (ack, c.ack_only, Trip::AckOnly),
         ];
         for (fired, action, trip) in signals {
@@ -377,60 +330,43 @@ impl Limits {
                 _ => {}
             }
         }
-        let thread_turns = self.threads.get(&thread).map_or(0, |t| t.count);
-        Check::Admit(Admit {
-            thread,
-            thread_turns,
-            turn,
-            warnings,
-            grams,
-            ack,
-        })
+        Check::Admit(Admit { thread, turn, warnings, grams, ack })
+    }
+
+    /// The thread a message `id` from `from` joins: the thread of the message it replies to,
+    /// which `from` must have sent or received, or a new one named after `id` (DL3).
+    pub fn thread_for(&self, id: MessageId, from: &AgentId, reply_to: Option<MessageId>) -> Result<ThreadId, Trip> {
+        let Some(r) = reply_to else { return Ok(id) };
+        match self.messages.get(&r) {
+            Some(t) if &t.from == from || &t.to == from => Ok(t.thread),
+            _ => Err(Trip::UnknownReply { reply_to: r }),
+        }
+    }
+
+    /// Messages accepted in `thread` so far.
+    pub fn thread_turns(&self, thread: ThreadId) -> u32 {
+        self.threads.get(&thread).map_or(0, |t| t.count)
     }
 
     fn thread_closed(&self, now: Timestamp, thread: ThreadId) -> Option<Trip> {
         let c = &self.config;
         if now.since(thread.timestamp()) >= c.thread_age {
-            return Some(Trip::ThreadAge {
-                thread,
-                hours: c.thread_age.as_secs() / 3600,
-            });
+            return Some(Trip::ThreadAge { thread, hours: c.thread_age.as_secs() / 3600 });
         }
         let count = self.threads.get(&thread).map_or(0, |t| t.count);
-        (count >= c.thread_messages).then_some(Trip::ThreadMessages {
-            thread,
-            limit: c.thread_messages,
-        })
+        (count >= c.thread_messages).then_some(Trip::ThreadMessages { thread, limit: c.thread_messages })
     }
 
     /// Count a message the firewall accepted.
     pub fn record_send(&mut self, now: Timestamp, attempt: &Attempt<'_>, admit: Admit) {
-        let &Attempt {
-            id,
-            from,
-            to,
-            whole,
-            ..
-        } = attempt;
-        let keep = millis(
-            self.config
-                .rate_window
-                .max(self.config.fan_out_window)
-                .max(self.config.repeat_window),
-        );
+        let &Attempt { id, from, to, whole, .. } = attempt;
+        let keep = millis(self.config.rate_window.max(self.config.fan_out_window).max(self.config.repeat_window));
         let agent = self.agents.entry(from.clone()).or_default();
         agent.sent.push_back((now, to.clone(), whole));
         trim(&mut agent.sent, now, keep);
         agent.last_active = now;
-        self.pairs.insert(
-            pair(from, to),
-            LastMessage {
-                from: from.clone(),
-                at: now,
-                grams: admit.grams,
-                ack: admit.ack,
-            },
-        );
+        self.pairs
+            .insert(pair(from, to), LastMessage { from: from.clone(), at: now, grams: admit.grams, ack: admit.ack });
         let thread = self.threads.entry(admit.thread).or_default();
         thread.count = thread.count.saturating_add(1);
         for a in [from, to] {
@@ -441,14 +377,7 @@ impl Limits {
         while self.messages.len() >= self.config.max_tracked_messages.max(1) {
             self.messages.pop_first();
         }
-        self.messages.insert(
-            id,
-            Tracked {
-                thread: admit.thread,
-                from: from.clone(),
-                to: to.clone(),
-            },
-        );
+        self.messages.insert(id, Tracked { thread: admit.thread, from: from.clone(), to: to.clone() });
     }
 
     /// `to` received a message at `turn` in its chain.
@@ -476,15 +405,9 @@ impl Limits {
             now.as_millis().saturating_sub(a.last_active.as_millis()) < idle
         });
         let repeat = millis(c.repeat_window);
-        self.pairs
-            .retain(|_, l| now.as_millis().saturating_sub(l.at.as_millis()) < repeat);
-        self.threads
-            .retain(|t, _| now.since(t.timestamp()) < c.thread_age);
-        while self
-            .messages
-            .first_key_value()
-            .is_some_and(|(id, _)| now.since(id.timestamp()) >= c.thread_age)
-        {
+        self.pairs.retain(|_, l| now.as_millis().saturating_sub(l.at.as_millis()) < repeat);
+        self.threads.retain(|t, _| now.since(t.timestamp()) < c.thread_age);
+        while self.messages.first_key_value().is_some_and(|(id, _)| now.since(id.timestamp()) >= c.thread_age) {
             self.messages.pop_first();
         }
     }
@@ -505,30 +428,21 @@ fn millis(d: Duration) -> u64 {
 
 fn trim(sent: &mut VecDeque<(Timestamp, AgentId, u64)>, now: Timestamp, keep: u64) {
     let since = now.as_millis().saturating_sub(keep);
-    while sent
-        .front()
-        .is_some_and(|(at, _, _)| at.as_millis() <= since)
-    {
+    while sent.front().is_some_and(|(at, _, _)| at.as_millis() <= since) {
         sent.pop_front();
     }
 }
 
 fn pair(a: &AgentId, b: &AgentId) -> (AgentId, AgentId) {
-    if a <= b {
-        (a.clone(), b.clone())
-    } else {
-        (b.clone(), a.clone())
-    }
+    if a <= b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) }
 }
 
 /// The distinct 3-byte windows of a text, packed into integers and sorted.
 fn grams(folded: &str) -> Vec<u32> {
     let bytes = folded.as_bytes();
     let bytes = bytes.get(..MAX_COMPARED).unwrap_or(bytes);
-    let mut grams: Vec<u32> = bytes
-        .windows(3)
-        .map(|w| w.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)))
-        .collect();
+    let mut grams: Vec<u32> =
+        bytes.windows(3).map(|w| w.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b))).collect();
     if grams.is_empty() && !bytes.is_empty() {
         grams.push(bytes.iter().fold(0u32, |acc, &b| (acc << 8) | u32::from(b)));
     }
@@ -539,11 +453,7 @@ fn grams(folded: &str) -> Vec<u32> {
 
 /// Jaccard similarity of two gram sets, at least `percent`%?
 fn similar(a: &[u32], b: &[u32], percent: u8) -> bool {
-    let (small, large) = if a.len() <= b.len() {
-        (a.len(), b.len())
-    } else {
-        (b.len(), a.len())
-    };
+    let (small, large) = if a.len() <= b.len() { (a.len(), b.len()) } else { (b.len(), a.len()) };
     // |A∩B| ≤ |small| and |A∪B| ≥ |large|: a size gap alone can rule it out.
     if large == 0 || small * 100 < large * usize::from(percent) {
         return false;
@@ -613,15 +523,10 @@ const ACK_WORDS: &[&str] = &[
 
 /// Is this (folded) text nothing but an acknowledgement: "Thanks, got it!", "ok 👍"?
 pub fn is_ack_only(folded: &str) -> bool {
-    let words: Vec<&str> = folded
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
+    let words: Vec<&str> = folded.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
     if words.is_empty() {
         // Only emoji and punctuation, like "👍" or "🙏!"
-        return folded
-            .chars()
-            .any(|c| !c.is_ascii() && !c.is_alphanumeric());
+        return folded.chars().any(|c| !c.is_ascii() && !c.is_alphanumeric());
     }
     words.len() <= 8 && words.iter().all(|w| ACK_WORDS.binary_search(w).is_ok())
 }
@@ -637,24 +542,10 @@ mod tests {
 
     #[test]
     fn acknowledgements_are_recognised_and_answers_are_not() {
-        for t in [
-            "ok",
-            "thanks, got it!",
-            "sounds good 👍",
-            "👍",
-            "will do.",
-            "ok thank you very much",
-        ] {
+        for t in ["ok", "thanks, got it!", "sounds good 👍", "👍", "will do.", "ok thank you very much"] {
             assert!(is_ack_only(t), "{t}");
         }
-        for t in [
-            "yes",
-            "no",
-            "done",
-            "ok, but the test on line 40 fails",
-            "thanks; use port 8080",
-            "",
-        ] {
+        for t in ["yes", "no", "done", "ok, but the test on line 40 fails", "thanks; use port 8080", ""] {
             assert!(!is_ack_only(t), "{t}");
         }
     }

@@ -21,10 +21,7 @@ impl MessageId {
     pub fn generate(now: Timestamp, rng: &mut impl CryptoRng) -> Self {
         let mut random = [0u8; 16];
         rng.fill_bytes(&mut random);
-        Self(ulid::Ulid::from_parts(
-            now.as_millis(),
-            u128::from_le_bytes(random),
-        ))
+        Self(ulid::Ulid::from_parts(now.as_millis(), u128::from_le_bytes(random)))
     }
 
     /// When the id was made.
@@ -43,9 +40,7 @@ impl FromStr for MessageId {
     type Err = IdError;
 
     fn from_str(s: &str) -> Result<Self, IdError> {
-        ulid::Ulid::from_string(s)
-            .map(Self)
-            .map_err(|_| IdError::Malformed(s.chars().take(64).collect()))
+        ulid::Ulid::from_string(s).map(Self).map_err(|_| IdError::Malformed(s.chars().take(64).collect()))
     }
 }
 
@@ -109,12 +104,7 @@ pub struct Agent {
 
 impl Agent {
     pub fn new(id: impl Into<String>, kind: impl Into<String>, project: impl Into<String>) -> Self {
-        Self {
-            id: AgentId::new(id),
-            kind: kind.into(),
-            project: project.into(),
-            machine: String::new(),
-        }
+        Self { id: AgentId::new(id), kind: kind.into(), project: project.into(), machine: String::new() }
     }
 
     /// The display label of ID3, `<project> (<agent>)`, e.g. `web (claude)`.
@@ -124,10 +114,7 @@ impl Agent {
 
     /// The same agent as a hop on a provenance path.
     pub fn hop(&self) -> Hop {
-        Hop {
-            agent: self.id.clone(),
-            label: self.label(),
-        }
+        Hop { agent: self.id.clone(), label: self.label() }
     }
 }
 

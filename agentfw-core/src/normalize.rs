@@ -67,11 +67,7 @@ struct Folder {
 
 impl Folder {
     fn with_capacity(n: usize) -> Self {
-        Self {
-            text: String::with_capacity(n),
-            space: false,
-            newline: false,
-        }
+        Self { text: String::with_capacity(n), space: false, newline: false }
     }
 
     fn push(&mut self, c: char) {
@@ -102,10 +98,7 @@ impl Folder {
 /// Characters that end a line for a reader: LF, CR, VT, FF, NEL and the Unicode line and
 /// paragraph separators.
 pub fn is_line_break(c: char) -> bool {
-    matches!(
-        c,
-        '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}'
-    )
+    matches!(c, '\n' | '\r' | '\u{0B}' | '\u{0C}' | '\u{85}' | '\u{2028}' | '\u{2029}')
 }
 
 /// Characters that render as nothing or change how neighbouring text is shown: the Unicode
@@ -146,10 +139,7 @@ mod tests {
 
     #[test]
     fn whitespace_folds_and_lines_survive() {
-        assert_eq!(
-            fold("  Hello \t  World  \r\n\n\n  next\u{2028}line "),
-            "hello world\nnext\nline"
-        );
+        assert_eq!(fold("  Hello \t  World  \r\n\n\n  next\u{2028}line "), "hello world\nnext\nline");
         assert_eq!(fold("a\u{A0}\u{3000}b"), "a b");
         assert_eq!(fold(""), "");
         assert_eq!(fold(" \n\t "), "");
@@ -162,11 +152,7 @@ mod tests {
 
     #[test]
     fn fold_is_idempotent_on_mixed_text() {
-        for t in [
-            "Ｈｅｌｌｏ\u{200B} Wörld",
-            "ǅ ﬁ ẞ Σσς",
-            "\u{456}\u{301}x\u{2029}y",
-        ] {
+        for t in ["Ｈｅｌｌｏ\u{200B} Wörld", "ǅ ﬁ ẞ Σσς", "\u{456}\u{301}x\u{2029}y"] {
             let once = fold(t);
             assert_eq!(fold(&once), once, "{t:?}");
         }

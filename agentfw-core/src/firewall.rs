@@ -1,0 +1,613 @@
+//! The firewall: one state machine that ties identity-checked agents, provenance,
+//! containment, limits and rules into a decision for every message.
+//!
+//! The run loop an adapter follows:
+//!
+//! 1. Feed each [`Input`] to [`Firewall::handle`] with the current time and an RNG, and act
+//!    on the returned [`Output`]: store an accepted message in the recipient's inbox, show a
+//!    delivery, tell the sender about a refusal.
+//! 2. Drain [`Firewall::poll_event`] until it returns `None` and persist or forward what it
+//!    says (audit records, quarantines, remembered texts, thread notes).
+//! 3. At [`Firewall::poll_timeout`], feed [`Input::Timeout`] so expired state goes.
+//! 4. Persist [`Firewall::snapshot`] whenever it suits; [`Firewall::restore`] brings it back.
+//!
+//! A message is judged twice: on [`Input::Send`], and again on [`Input::Deliver`] when its
+//! recipient reads it, because the receiving side never trusts the sender's verdict (PR2).
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rand_core::CryptoRng;
+use serde::{Deserialize, Serialize};
+
+use crate::containment::{Containment, ContainmentConfig, Quarantine, Remembered, TextId};
+use crate::fence::{Fenced, fence, sanitize};
+use crate::fingerprint::Fingerprints;
+use crate::limits::{Attempt, Check, Limits, LimitsConfig, ThreadNote, Trip};
+use crate::message::{Agent, AgentId, MessageId, ThreadId};
+use crate::normalize::fold;
+use crate::policy::{MessageView, NoRules, RuleVerdict, Rules, Stage, ThreadView};
+use crate::provenance::{Ledger, LedgerConfig, Provenance};
+use crate::time::Timestamp;
+
+/// Every number the firewall uses; the defaults are the spec's.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Config {
+    /// Largest message body accepted, in bytes (default 64 KiB).
+    pub max_message_bytes: usize,
+    pub ledger: LedgerConfig,
+    pub containment: ContainmentConfig,
+    pub limits: LimitsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: 64 * 1024,
+            ledger: LedgerConfig::default(),
+            containment: ContainmentConfig::default(),
+            limits: LimitsConfig::default(),
+        }
+    }
+}
+
+/// A message an agent wants to send. There is no "from" that a model could set: `from` is
+/// the agent the adapter's identity layer decided the caller is (ID5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outgoing {
+    pub from: Agent,
+    pub to: Agent,
+    pub body: String,
+    pub reply_to: Option<MessageId>,
+}
+
+impl Outgoing {
+    /// An outgoing message from raw bytes, as they arrive at a boundary.
+    pub fn from_bytes(from: Agent, to: Agent, body: &[u8], reply_to: Option<MessageId>) -> Result<Self, MessageError> {
+        let body =
+            core::str::from_utf8(body).map_err(|e| MessageError::InvalidUtf8 { offset: e.valid_up_to() })?.to_owned();
+        Ok(Self { from, to, body, reply_to })
+    }
+}
+
+/// Why bytes are not a message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MessageError {
+    #[error("message text is not valid UTF-8 (first bad byte at offset {offset}); send text, not binary data")]
+    InvalidUtf8 { offset: usize },
+}
+
+/// A message the firewall accepted on send. The adapter keeps it in the recipient's inbox
+/// (durably: it was accepted, so it must not be lost) and hands it back in
+/// [`Input::Deliver`] when the recipient reads its inbox.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accepted {
+    pub id: MessageId,
+    pub from: Agent,
+    pub to: Agent,
+    /// The sanitized body (DL2).
+    pub body: String,
+    pub thread: ThreadId,
+    /// Messages in the thread before this one.
+    pub thread_turns: u32,
+    pub reply_to: Option<MessageId>,
+    pub provenance: Provenance,
+    /// Place in the chain of agent turns since a person last spoke (LM2).
+    pub turn: u32,
+    pub sent_at: Timestamp,
+}
+
+/// A message cleared for its recipient, fenced (DL1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    pub message: Accepted,
+    pub fenced: Fenced,
+}
+
+/// Why a message was refused, held or warned about.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reason {
+    /// A stable code: `rule`, `containment.quarantined`, `limit.fan_out`, `message.too_large`…
+    pub code: String,
+    /// The rule that decided, when a rule did (PR5).
+    pub rule: Option<String>,
+    /// What happened and what to do, in words for the agent and its user (LM6).
+    pub text: String,
+}
+
+impl Reason {
+    fn new(code: &str, text: impl Into<String>) -> Self {
+        Self { code: code.to_owned(), rule: None, text: text.into() }
+    }
+
+    fn rule(rule: String, reason: String) -> Self {
+        Self { code: "rule".to_owned(), rule: Some(rule), text: reason }
+    }
+
+    fn trip(trip: &Trip) -> Self {
+        Self::new(trip.code(), trip.to_string())
+    }
+}
+
+/// A refused message and the reason that decided.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    pub id: MessageId,
+    pub stage: Stage,
+    pub reason: Reason,
+}
+
+impl Refusal {
+    /// The text the sending agent is shown: what happened, which rule, and to ask its user
+    /// rather than retry (PR5, LM6).
+    pub fn message(&self) -> String {
+        match &self.reason.rule {
+            Some(rule) => format!(
+                "refused by rule `{rule}`: {} Tell your user what was refused and why; do not retry the same text.",
+                self.reason.text
+            ),
+            None => format!("refused: {}", self.reason.text),
+        }
+    }
+}
+
+/// Admin actions on this firewall (CT3, LM2, AM2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum AdminAction {
+    /// Quarantine an agent for a while.
+    Quarantine {
+        agent: AgentId,
+        seconds: u64,
+        reason: String,
+    },
+    LiftQuarantine {
+        agent: AgentId,
+    },
+    /// Stop refusing a remembered text.
+    Forget {
+        text: TextId,
+    },
+    /// `agentfw allow A B`: reset the turn fuse of both agents.
+    Allow {
+        a: AgentId,
+        b: AgentId,
+    },
+}
+
+/// Everything the firewall is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    Send(Outgoing),
+    Deliver(Accepted),
+    /// A person spoke in this agent's session (seen through the harness hooks).
+    HumanTurn(AgentId),
+    Admin(AdminAction),
+    /// Time passed: expire what is due.
+    Timeout,
+}
+
+/// The firewall's answer to one input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// The message may go to its recipient's inbox.
+    Accepted {
+        message: Accepted,
+        warnings: Vec<Reason>,
+    },
+    /// The message is cleared and fenced for its recipient.
+    Delivered {
+        delivery: Delivery,
+        warnings: Vec<Reason>,
+    },
+    /// Not now: keep the message in the inbox and offer it again after `until`.
+    Held {
+        id: MessageId,
+        until: Timestamp,
+        reason: Reason,
+    },
+    Refused(Refusal),
+    /// The input needed no answer.
+    Done,
+}
+
+/// The metadata of one decision: never the text (AM4).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    pub at: Timestamp,
+    pub id: MessageId,
+    pub stage: Stage,
+    pub from: AgentId,
+    pub from_label: String,
+    pub to: AgentId,
+    pub to_label: String,
+    pub size: usize,
+    pub hops: u32,
+    pub verdict: Verdict,
+    pub reason: Option<Reason>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Allow,
+    Deny,
+    Hold,
+}
+
+/// What happened, for the caller to persist or pass on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Decision(Decision),
+    Quarantined { agent: AgentId, quarantine: Quarantine },
+    Released { agent: AgentId },
+    Remembered { text: TextId, message: MessageId, rule: String },
+    Forgotten { text: TextId },
+    ThreadNote(ThreadNote),
+    TurnReset { agent: AgentId },
+}
+
+/// The firewall's whole state, for snapshots: restore it and nothing is lost.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct State {
+    config: Config,
+    ledger: Ledger,
+    containment: Containment,
+    limits: Limits,
+    events: VecDeque<Event>,
+}
+
+/// The firewall state machine. See the module docs for the run loop.
+pub struct Firewall {
+    state: State,
+    rules: Arc<dyn Rules>,
+}
+
+impl core::fmt::Debug for Firewall {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Firewall").field("state", &self.state).finish_non_exhaustive()
+    }
+}
+
+impl Firewall {
+    /// A firewall with no content rules; add them with [`Firewall::set_rules`].
+    pub fn new(config: Config) -> Self {
+        Self::restore(State {
+            ledger: Ledger::new(config.ledger.clone()),
+            containment: Containment::new(config.containment.clone()),
+            limits: Limits::new(config.limits.clone()),
+            events: VecDeque::new(),
+            config,
+        })
+    }
+
+    /// A firewall continuing from a snapshot. Rules are not state: set them again.
+    pub fn restore(state: State) -> Self {
+        Self { state, rules: Arc::new(NoRules) }
+    }
+
+    /// Everything needed to continue after a restart, pending events included.
+    pub fn snapshot(&self) -> State {
+        self.state.clone()
+    }
+
+    /// Judge content with `rules` from now on (a reload swaps them atomically).
+    pub fn set_rules(&mut self, rules: Arc<dyn Rules>) {
+        self.rules = rules;
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.state.config
+    }
+
+    /// The live quarantine of `agent`, if any.
+    pub fn quarantine_of(&self, now: Timestamp, agent: &AgentId) -> Option<&Quarantine> {
+        self.state.containment.quarantine_of(now, agent)
+    }
+
+    pub fn containment(&self) -> &Containment {
+        &self.state.containment
+    }
+
+    pub fn ledger(&self) -> &Ledger {
+        &self.state.ledger
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.state.limits
+    }
+
+    /// The next thing that happened, oldest first. Drain after every input.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.state.events.pop_front()
+    }
+
+    /// When [`Input::Timeout`] next has something to expire.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        [self.state.ledger.next_expiry(), self.state.containment.next_expiry()].into_iter().flatten().min()
+    }
+
+    /// Handle one input at `now`. `rng` supplies message ids and fence markers.
+    pub fn handle(&mut self, now: Timestamp, rng: &mut impl CryptoRng, input: Input) -> Output {
+        match input {
+            Input::Send(outgoing) => {
+                let id = MessageId::generate(now, rng);
+                self.send(now, id, outgoing)
+            }
+            Input::Deliver(message) => self.deliver(now, rng, message),
+            Input::HumanTurn(agent) => {
+                self.state.limits.human_turn(&agent);
+                self.state.events.push_back(Event::TurnReset { agent });
+                Output::Done
+            }
+            Input::Admin(action) => {
+                self.admin(now, action);
+                Output::Done
+            }
+            Input::Timeout => {
+                self.expire(now);
+                Output::Done
+            }
+        }
+    }
+
+    fn send(&mut self, now: Timestamp, id: MessageId, out: Outgoing) -> Output {
+        let size = out.body.len();
+        let s = &self.state;
+        let early = if size > s.config.max_message_bytes {
+            Some(Reason::new(
+                "message.too_large",
+                format!(
+                    "the message is {size} bytes, over the limit of {} bytes; send a shorter summary or share a file path instead",
+                    s.config.max_message_bytes
+                ),
+            ))
+        } else if out.from.id == out.to.id {
+            Some(Reason::new("message.to_self", "an agent cannot message itself"))
+        } else {
+            self.contained(now, &out.from, &out.to, "the recipient").map(|(_, r)| r)
+        };
+        let body = sanitize(&out.body).into_owned();
+        let early = early.or_else(|| {
+            body.trim()
+                .is_empty()
+                .then(|| Reason::new("message.empty", "the message has no visible text; write what you want to say"))
+        });
+        if let Some(reason) = early {
+            return self.refuse_send(now, id, &out, size, 1, reason);
+        }
+        let folded = fold(&body);
+        let prints = Fingerprints::of(&folded);
+        if let Some(reason) = self.recalled(now, &prints) {
+            return self.refuse_send(now, id, &out, size, 1, reason);
+        }
+        let provenance = self.state.ledger.trace(now, &out.from, &out.to, &prints);
+        let thread = match self.state.limits.thread_for(id, &out.from.id, out.reply_to) {
+            Ok(t) => t,
+            Err(trip) => return self.refuse_send(now, id, &out, size, provenance.hops, Reason::trip(&trip)),
+        };
+        let thread_turns = self.state.limits.thread_turns(thread);
+        let view = MessageView {
+            id,
+            body: &body,
+            folded: &folded,
+            provenance: &provenance,
+            from: &out.from,
+            to: &out.to,
+            size: body.len(),
+            thread: ThreadView { id: thread, turns: thread_turns },
+            now,
+        };
+        if let RuleVerdict::Deny { rule, reason } = self.rules.judge(Stage::Sending, &view) {
+            self.contain(now, id, &provenance, &out.to.id, &prints, &rule, &reason);
+            return self.refuse_send(now, id, &out, size, provenance.hops, Reason::rule(rule, reason));
+        }
+        let attempt = Attempt { id, from: &out.from.id, to: &out.to.id, thread, folded: &folded, whole: prints.whole };
+        let admit = match self.state.limits.check(now, &attempt) {
+            Check::Admit(admit) => admit,
+            Check::Refuse { trip, note } => {
+                self.state.events.extend(note.map(Event::ThreadNote));
+                return self.refuse_send(now, id, &out, size, provenance.hops, Reason::trip(&trip));
+            }
+        };
+        let warnings: Vec<Reason> = admit.warnings.iter().map(Reason::trip).collect();
+        let turn = admit.turn;
+        self.state.limits.record_send(now, &attempt, admit);
+        let message = Accepted {
+            id,
+            from: out.from,
+            to: out.to,
+            body,
+            thread,
+            thread_turns,
+            reply_to: out.reply_to,
+            provenance,
+            turn,
+            sent_at: now,
+        };
+        self.record(
+            now,
+            Stage::Sending,
+            &message.from,
+            &message.to,
+            id,
+            size,
+            message.provenance.hops,
+            Verdict::Allow,
+            None,
+        );
+        Output::Accepted { message, warnings }
+    }
+
+    fn deliver(&mut self, now: Timestamp, rng: &mut impl CryptoRng, m: Accepted) -> Output {
+        let (id, size, hops) = (m.id, m.body.len(), m.provenance.hops);
+        if let Some((until, reason)) = self.contained(now, &m.to, &m.from, "the sender") {
+            self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Hold, Some(reason.clone()));
+            return Output::Held { id, until, reason };
+        }
+        let body = sanitize(&m.body);
+        let folded = fold(&body);
+        let prints = Fingerprints::of(&folded);
+        let refusal = self.recalled(now, &prints).or_else(|| {
+            let view = MessageView {
+                id,
+                body: &body,
+                folded: &folded,
+                provenance: &m.provenance,
+                from: &m.from,
+                to: &m.to,
+                size: body.len(),
+                thread: ThreadView { id: m.thread, turns: m.thread_turns },
+                now,
+            };
+            match self.rules.judge(Stage::Delivering, &view) {
+                RuleVerdict::Allow => None,
+                RuleVerdict::Deny { rule, reason } => {
+                    self.contain(now, id, &m.provenance, &m.to.id, &prints, &rule, &reason);
+                    Some(Reason::rule(rule, reason))
+                }
+            }
+        });
+        if let Some(reason) = refusal {
+            self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Deny, Some(reason.clone()));
+            return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
+        }
+        let fenced = fence(&m.from.label(), id, &body, rng);
+        self.state.ledger.record(now, &m.to.id, prints, m.provenance.clone());
+        self.state.limits.record_delivery(now, &m.to.id, m.turn);
+        self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Allow, None);
+        Output::Delivered { delivery: Delivery { message: m, fenced }, warnings: Vec::new() }
+    }
+
+    /// Is either end quarantined? `me` is the side acting now; `other` is the far side,
+    /// named by its `role` ("the recipient", "the sender") in the reason.
+    fn contained(&self, now: Timestamp, me: &Agent, other: &Agent, role: &str) -> Option<(Timestamp, Reason)> {
+        let c = &self.state.containment;
+        let (who, q) = match (c.quarantine_of(now, &me.id), c.quarantine_of(now, &other.id)) {
+            (Some(q), _) => ("you are".to_owned(), q),
+            (None, Some(q)) => (format!("{role}, {}, is", other.label()), q),
+            (None, None) => return None,
+        };
+        let text = format!(
+            "{who} quarantined until {}: {}; ask your user (an admin can lift it with `agentfw quarantine lift`)",
+            q.until, q.reason
+        );
+        Some((q.until, Reason::new("containment.quarantined", text)))
+    }
+
+    /// Refused on sight: the text matches one refused earlier (CT2).
+    fn recalled(&self, now: Timestamp, prints: &Fingerprints) -> Option<Reason> {
+        let r = self.state.containment.recall(now, prints)?;
+        Some(Reason {
+            code: "containment.remembered".to_owned(),
+            rule: Some(r.rule.clone()),
+            text: format!(
+                "this text matches text {} refused earlier by rule `{}` ({}) and is refused on sight",
+                r.text, r.rule, r.reason
+            ),
+        })
+    }
+
+    /// Rules refused this text: if it was forwarded, quarantine everyone it passed through
+    /// but `spared` (who never saw it) and remember it (CT1, CT2).
+    #[allow(clippy::too_many_arguments)]
+    fn contain(
+        &mut self,
+        now: Timestamp,
+        id: MessageId,
+        provenance: &Provenance,
+        spared: &AgentId,
+        prints: &Fingerprints,
+        rule: &str,
+        reason: &str,
+    ) {
+        if provenance.hops < 2 {
+            return;
+        }
+        let text = TextId(prints.whole);
+        let refusal = Remembered { text, message: id, rule: rule.to_owned(), reason: reason.to_owned() };
+        let held = self.state.containment.contain(now, &provenance.path, spared, prints, refusal);
+        let events = &mut self.state.events;
+        events.extend(held.into_iter().map(|(agent, quarantine)| Event::Quarantined { agent, quarantine }));
+        events.push_back(Event::Remembered { text, message: id, rule: rule.to_owned() });
+    }
+
+    fn refuse_send(
+        &mut self,
+        now: Timestamp,
+        id: MessageId,
+        out: &Outgoing,
+        size: usize,
+        hops: u32,
+        reason: Reason,
+    ) -> Output {
+        self.record(now, Stage::Sending, &out.from, &out.to, id, size, hops, Verdict::Deny, Some(reason.clone()));
+        Output::Refused(Refusal { id, stage: Stage::Sending, reason })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &mut self,
+        now: Timestamp,
+        stage: Stage,
+        from: &Agent,
+        to: &Agent,
+        id: MessageId,
+        size: usize,
+        hops: u32,
+        verdict: Verdict,
+        reason: Option<Reason>,
+    ) {
+        self.state.events.push_back(Event::Decision(Decision {
+            at: now,
+            id,
+            stage,
+            from: from.id.clone(),
+            from_label: from.label(),
+            to: to.id.clone(),
+            to_label: to.label(),
+            size,
+            hops,
+            verdict,
+            reason,
+        }));
+    }
+
+    fn admin(&mut self, now: Timestamp, action: AdminAction) {
+        let s = &mut self.state;
+        match action {
+            AdminAction::Quarantine { agent, seconds, reason } => {
+                let q = s.containment.quarantine(now, agent.clone(), core::time::Duration::from_secs(seconds), reason);
+                s.events.push_back(Event::Quarantined { agent, quarantine: q });
+            }
+            AdminAction::LiftQuarantine { agent } => {
+                if s.containment.lift(&agent) {
+                    s.events.push_back(Event::Released { agent });
+                }
+            }
+            AdminAction::Forget { text } => {
+                if s.containment.forget(text) {
+                    s.events.push_back(Event::Forgotten { text });
+                }
+            }
+            AdminAction::Allow { a, b } => {
+                for agent in [a, b] {
+                    s.limits.human_turn(&agent);
+                    s.events.push_back(Event::TurnReset { agent });
+                }
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Timestamp) {
+        let s = &mut self.state;
+        s.ledger.expire(now);
+        s.limits.expire(now);
+        for agent in s.containment.expire(now) {
+            s.events.push_back(Event::Released { agent });
+        }
+    }
+}
