@@ -248,6 +248,7 @@ pub struct Limits {
     config: LimitsConfig,
     agents: HashMap<AgentId, AgentState>,
     /// The last message between each pair, keyed by the two ids in order.
+    #[serde(with = "pairs_as_list")]
     pairs: HashMap<(AgentId, AgentId), LastMessage>,
     threads: HashMap<ThreadId, ThreadState>,
     /// Accepted messages by id (ULIDs sort by time, so expiry trims from the front).
@@ -415,6 +416,25 @@ impl Limits {
     /// The chain each agent is at, for status displays.
     pub fn turn_of(&self, agent: &AgentId) -> u32 {
         self.agents.get(agent).map_or(0, |a| a.chain)
+    }
+}
+
+/// JSON maps need string keys; a pair of ids is stored as a list of entries instead.
+mod pairs_as_list {
+    use std::collections::HashMap;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::{AgentId, LastMessage};
+
+    type Pairs = HashMap<(AgentId, AgentId), LastMessage>;
+
+    pub fn serialize<S: Serializer>(pairs: &Pairs, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(pairs.iter())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pairs, D::Error> {
+        Ok(Vec::<((AgentId, AgentId), LastMessage)>::deserialize(d)?.into_iter().collect())
     }
 }
 
