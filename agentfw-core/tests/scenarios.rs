@@ -1,6 +1,8 @@
 //! Whole stories through the firewall on a fake clock: a question and its answer, the
 //! three-hop worm, and every limit tripping exactly at its number.
 
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
