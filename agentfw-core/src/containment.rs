@@ -98,7 +98,8 @@ impl Containment {
         refusal: Remembered,
     ) -> Vec<(AgentId, Quarantine)> {
         let until = now + self.config.quarantine;
-        let reason = format!("forwarded text refused by rule `{}`: {}", refusal.rule, refusal.reason);
+        let reason =
+            format!("forwarded text refused by rule `{}`: {}", refusal.rule, refusal.reason.trim_end_matches('.'));
         let mut held = Vec::new();
         for hop in path.iter().filter(|h| &h.agent != spared) {
             let q = Quarantine { until, message: Some(refusal.message), reason: reason.clone() };

@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_64;
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
 use crate::time::Timestamp;
 
@@ -61,45 +61,44 @@ impl Fingerprints {
 }
 
 fn is_long(text: &str) -> bool {
-    text.len() >= MIN_LINE_CHARS && text.chars().count() >= MIN_LINE_CHARS
+    text.len() >= MIN_LINE_CHARS && (text.is_ascii() || text.chars().count() >= MIN_LINE_CHARS)
 }
 
 /// Hash of the text with line breaks read as spaces, so re-wrapping does not change it.
 fn whole(folded: &str) -> u64 {
-    if !folded.contains('\n') {
-        return xxh3_64(folded.as_bytes());
+    let mut hasher = Xxh3Default::new();
+    for (i, line) in folded.split('\n').enumerate() {
+        if i > 0 {
+            hasher.update(b" ");
+        }
+        hasher.update(line.as_bytes());
     }
-    xxh3_64(folded.replace('\n', " ").as_bytes())
+    hasher.digest()
 }
 
 /// The [`SKETCH`] smallest distinct hashes of all 5-byte windows. Each window is packed into
-/// an integer and scrambled by a bijection, so distinct windows never collide.
+/// an integer and multiplied by an odd constant, a bijection whose high bits depend on every
+/// byte, so distinct windows never collide and the smallest products are a fair sample.
 fn sketch(bytes: &[u8]) -> Vec<u64> {
+    let byte = |b: u8| u64::from(if b == b'\n' { b' ' } else { b });
+    let (head, rest) = bytes.split_at(bytes.len().min(SHINGLE - 1));
+    let mut window = head.iter().fold(0u64, |w, &b| (w << 8) | byte(b));
     let mut smallest: Vec<u64> = Vec::with_capacity(SKETCH + 1);
-    let mut window: u64 = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let b = if b == b'\n' { b' ' } else { b };
-        window = ((window << 8) | u64::from(b)) & 0xFF_FFFF_FFFF;
-        if i + 1 < SHINGLE {
-            continue;
-        }
-        let h = mix(window);
-        if smallest.len() == SKETCH && smallest.last().is_some_and(|&max| h >= max) {
-            continue;
-        }
-        if let Err(at) = smallest.binary_search(&h) {
+    let mut max = u64::MAX;
+    for &b in rest {
+        window = ((window << 8) | byte(b)) & 0xFF_FFFF_FFFF;
+        let h = window.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        if h < max
+            && let Err(at) = smallest.binary_search(&h)
+        {
             smallest.insert(at, h);
             smallest.truncate(SKETCH);
+            if smallest.len() == SKETCH {
+                max = smallest.last().copied().unwrap_or(u64::MAX);
+            }
         }
     }
     smallest
-}
-
-/// The splitmix64 finalizer: a cheap bijection that spreads packed bytes over all 64 bits.
-fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
 }
 
 /// How many entries one sketch hash may point at. Hashes of common shingles (" the ") recur

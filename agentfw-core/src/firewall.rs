@@ -143,8 +143,8 @@ impl Refusal {
     pub fn message(&self) -> String {
         match &self.reason.rule {
             Some(rule) => format!(
-                "refused by rule `{rule}`: {} Tell your user what was refused and why; do not retry the same text.",
-                self.reason.text
+                "refused by rule `{rule}`: {}. Tell your user what was refused and why; do not retry the same text.",
+                self.reason.text.trim_end_matches('.')
             ),
             None => format!("refused: {}", self.reason.text),
         }
@@ -202,7 +202,7 @@ pub enum Output {
     },
     /// Not now: keep the message in the inbox and offer it again after `until`.
     Held {
-        id: MessageId,
+        message: Accepted,
         until: Timestamp,
         reason: Reason,
     },
@@ -446,7 +446,7 @@ impl Firewall {
         let (id, size, hops) = (m.id, m.body.len(), m.provenance.hops);
         if let Some((until, reason)) = self.contained(now, &m.to, &m.from, "the sender") {
             self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Hold, Some(reason.clone()));
-            return Output::Held { id, until, reason };
+            return Output::Held { message: m, until, reason };
         }
         let body = sanitize(&m.body);
         let folded = fold(&body);

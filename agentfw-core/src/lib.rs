@@ -1,11 +1,5 @@
-//! The judgement core of agentfw, a firewall for messages between AI agents.
-//!
-//! **Contract: sans-IO.** Everything here is deterministic logic over explicit inputs. The
-//! crate opens no files or sockets, reads no clock, environment or global RNG, and starts no
-//! threads: the caller passes `now` and a random number generator with each input, and
-//! pulls what happened as events. Adapters (the `agentfw` daemon, the bindings, a relay)
-//! own all I/O; the same inputs always give the same outputs, so a three-hop worm is a
-//! unit test.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 pub mod containment;
 pub mod fence;

@@ -12,13 +12,10 @@ use unicode_normalization::UnicodeNormalization;
 
 /// The folded form of `text`. Idempotent: `fold(&fold(t)) == fold(t)`.
 pub fn fold(text: &str) -> String {
-    let mut out = Folder::with_capacity(text.len());
     if text.is_ascii() {
-        for &b in text.as_bytes() {
-            out.push(char::from(b.to_ascii_lowercase()));
-        }
-        return out.finish();
+        return fold_ascii(text.as_bytes());
     }
+    let mut out = Folder::with_capacity(text.len());
     for c in text.nfkc() {
         if c.is_ascii() {
             out.push(c.to_ascii_lowercase());
@@ -26,14 +23,56 @@ pub fn fold(text: &str) -> String {
             fold_non_ascii(c, &mut out);
         }
     }
+    let recompose = out.recompose;
     let folded = out.finish();
-    if folded.is_ascii() {
+    if !recompose {
         return folded;
     }
     // A look-alike replaced by its ASCII letter may now compose with a following accent
     // (Cyrillic `і` + U+0301 becomes `i` + U+0301): normalize once more so that folding
     // folded text changes nothing.
     folded.nfkc().collect()
+}
+
+/// The fast path: ASCII is already NFKC and has no look-alikes, so folding is one pass
+/// over bytes with the same whitespace and control rules as [`Folder`].
+fn fold_ascii(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len());
+    // What is owed before the next visible byte: nothing, a space or a line break.
+    let mut owed = 0u8;
+    for &b in bytes {
+        match ascii_class(b) {
+            VISIBLE => {
+                if owed != 0 && !out.is_empty() {
+                    out.push(owed);
+                }
+                owed = 0;
+                out.push(b.to_ascii_lowercase());
+            }
+            SPACE if owed == 0 => owed = b' ',
+            BREAK => owed = b'\n',
+            _ => {}
+        }
+    }
+    // Only ASCII bytes were pushed, so this never fails; the fallback keeps the core free
+    // of panics all the same.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+const VISIBLE: u8 = 0;
+const SPACE: u8 = 1;
+const BREAK: u8 = 2;
+const DROP: u8 = 3;
+
+/// How [`fold_ascii`] treats each byte: LF, CR, VT and FF break lines, space and tab are
+/// spaces, the other controls are dropped.
+const fn ascii_class(b: u8) -> u8 {
+    match b {
+        b'\n' | b'\r' | 0x0B | 0x0C => BREAK,
+        b' ' | b'\t' => SPACE,
+        0..=0x1F | 0x7F.. => DROP,
+        _ => VISIBLE,
+    }
 }
 
 /// Lower case, then the ASCII letters a look-alike imitates, else the lower-cased letter.
@@ -46,13 +85,19 @@ fn fold_non_ascii(c: char, out: &mut Folder) {
             out.push(lower);
             continue;
         }
-        let mut buf = [0u8; 4];
-        let mut skeleton = unicode_security::skeleton(lower.encode_utf8(&mut buf));
-        match (skeleton.next(), skeleton.next()) {
-            (Some(a), None) if a.is_ascii_alphanumeric() => out.push(a.to_ascii_lowercase()),
-            _ => out.push(lower),
-        }
+        let folded = if may_imitate_ascii(lower) { out.look_alike(lower) } else { lower };
+        out.push(folded);
+        out.replaced = folded != lower;
     }
+}
+
+/// Could `c` be a look-alike of an ASCII letter or digit? Letters of the alphabetic
+/// scripts (Latin, Greek, Cyrillic, Armenian, Cherokee…) and letter-like symbols can; CJK,
+/// Hangul, emoji and the other large blocks that make up most non-ASCII text cannot, and
+/// skipping the TR39 lookup for them keeps mixed text fast. Fullwidth and mathematical
+/// letters are already ASCII after NFKC.
+fn may_imitate_ascii(c: char) -> bool {
+    matches!(c, '\u{80}'..='\u{2E7F}' | '\u{A640}'..='\u{ABFF}' | '\u{10400}'..='\u{104FF}')
 }
 
 /// Builds folded text one character at a time, collapsing whitespace and dropping control
@@ -63,14 +108,50 @@ struct Folder {
     space: bool,
     /// A line break is owed before the next visible character.
     newline: bool,
+    /// The last character pushed replaced a look-alike.
+    replaced: bool,
+    /// A combining mark follows a replaced look-alike, so the text must be recomposed.
+    recompose: bool,
+    /// Recent look-alike lookups, direct-mapped by code point: real text repeats a small
+    /// alphabet, and a TR39 skeleton costs far more than a cache probe.
+    cache: [(char, char); 64],
 }
 
 impl Folder {
     fn with_capacity(n: usize) -> Self {
-        Self { text: String::with_capacity(n), space: false, newline: false }
+        Self {
+            text: String::with_capacity(n),
+            space: false,
+            newline: false,
+            replaced: false,
+            recompose: false,
+            cache: [('\0', '\0'); 64],
+        }
+    }
+
+    /// The ASCII letter or digit `c` imitates, or `c` itself.
+    fn look_alike(&mut self, c: char) -> char {
+        let slot = (c as usize) % self.cache.len();
+        if let Some(&(key, value)) = self.cache.get(slot)
+            && key == c
+        {
+            return value;
+        }
+        let mut buf = [0u8; 4];
+        let mut skeleton = unicode_security::skeleton(c.encode_utf8(&mut buf));
+        let value = match (skeleton.next(), skeleton.next()) {
+            (Some(a), None) if a.is_ascii_alphanumeric() => a.to_ascii_lowercase(),
+            _ => c,
+        };
+        if let Some(entry) = self.cache.get_mut(slot) {
+            *entry = (c, value);
+        }
+        value
     }
 
     fn push(&mut self, c: char) {
+        self.recompose |= self.replaced && unicode_normalization::char::is_combining_mark(c);
+        self.replaced = false;
         if is_line_break(c) {
             self.space = false;
             self.newline = !self.text.is_empty();

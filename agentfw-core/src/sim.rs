@@ -47,9 +47,9 @@ impl<R: CryptoRng> Sim<R> {
         let waiting = self.inboxes.remove(&agent.id).unwrap_or_default();
         let mut outputs = Vec::new();
         for message in waiting {
-            let out = self.input(Input::Deliver(message.clone()));
-            if matches!(out, Output::Held { .. }) {
-                self.inboxes.entry(agent.id.clone()).or_default().push_back(message);
+            let out = self.input(Input::Deliver(message));
+            if let Output::Held { message, .. } = &out {
+                self.inboxes.entry(agent.id.clone()).or_default().push_back(message.clone());
             }
             outputs.push(out);
         }

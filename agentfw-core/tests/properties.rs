@@ -1,0 +1,137 @@
+//! Properties that must hold for any input: folding is idempotent, and the firewall never
+//! panics, never refuses without a reason, never lets a quarantined agent send, and keeps
+//! its state bounded.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::sync::Arc;
+
+use agentfw_core::firewall::{AdminAction, Config, Event, Firewall, Input, Outgoing, Output};
+use agentfw_core::message::Agent;
+use agentfw_core::normalize::fold;
+use agentfw_core::policy::{MessageView, RuleVerdict, Rules, Stage};
+use agentfw_core::time::Timestamp;
+use proptest::prelude::*;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+proptest! {
+    #[test]
+    fn fold_is_idempotent(text in "(?s).{0,200}") {
+        let once = fold(&text);
+        prop_assert_eq!(fold(&once), once);
+    }
+
+    #[test]
+    fn fold_ignores_case_spacing_and_invisibles(words in prop::collection::vec("[a-z]{1,8}", 1..8)) {
+        let plain = words.join(" ");
+        let dressed = words.iter().map(|w| w.to_uppercase()).collect::<Vec<_>>().join(" \u{200B}\t ");
+        prop_assert_eq!(fold(&dressed), fold(&plain));
+    }
+}
+
+/// Refuses bodies containing "evil" at two hops or more, and "boom" everywhere.
+struct TestRules;
+
+impl Rules for TestRules {
+    fn judge(&self, _stage: Stage, m: &MessageView<'_>) -> RuleVerdict {
+        if (m.provenance.hops >= 2 && m.folded.contains("evil")) || m.folded.contains("boom") {
+            RuleVerdict::Deny { rule: "test".into(), reason: "test rule".into() }
+        } else {
+            RuleVerdict::Allow
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Send { from: usize, to: usize, body: usize, reply: bool },
+    Read(usize),
+    Human(usize),
+    Lift(usize),
+    Wait(u64),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        6 => (0..5usize, 0..5usize, 0..BODIES.len(), any::<bool>()).prop_map(|(from, to, body, reply)| Step::Send { from, to, body, reply }),
+        4 => (0..5usize).prop_map(Step::Read),
+        1 => (0..5usize).prop_map(Step::Human),
+        1 => (0..5usize).prop_map(Step::Lift),
+        2 => (0..4_000_000u64).prop_map(Step::Wait),
+    ]
+}
+
+const BODIES: &[&str] = &[
+    "What JSON should the /health endpoint return?",
+    "an evil plan that travels from agent to agent until someone runs it",
+    "boom",
+    "ok thanks",
+    "",
+    "Please rerun the integration suite against staging and report the p99 latency.",
+    "\u{202E}\0\u{200B}",
+    "Deploy is frozen until the incident review on Thursday afternoon is over.",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn firewall_invariants_hold_for_any_sequence(steps in prop::collection::vec(step(), 1..120), seed in any::<u64>()) {
+        let agents: Vec<Agent> = (0..5).map(|i| Agent::new(format!("a{i}"), "claude", format!("p{i}"))).collect();
+        let mut fw = Firewall::new(Config::default());
+        fw.set_rules(Arc::new(TestRules));
+        let mut rng = ChaCha20Rng::seed_from_u64(seed);
+        let mut now = Timestamp::from_millis(1_796_047_500_000);
+        let mut inboxes: Vec<Vec<agentfw_core::firewall::Accepted>> = vec![Vec::new(); 5];
+        let mut last_id = None;
+        for step in steps {
+            let input = match step {
+                Step::Send { from, to, body, reply } => Input::Send(Outgoing {
+                    from: agents[from].clone(),
+                    to: agents[to].clone(),
+                    body: format!("{}{}", BODIES[body], if body % 2 == 0 { "" } else { " " }),
+                    reply_to: if reply { last_id } else { None },
+                }),
+                Step::Read(who) => match inboxes[who].pop() {
+                    Some(m) => Input::Deliver(m),
+                    None => continue,
+                },
+                Step::Human(who) => Input::HumanTurn(agents[who].id.clone()),
+                Step::Lift(who) => Input::Admin(AdminAction::LiftQuarantine { agent: agents[who].id.clone() }),
+                Step::Wait(ms) => {
+                    now = Timestamp::from_millis(now.as_millis() + ms);
+                    Input::Timeout
+                }
+            };
+            let sender_quarantined = match &input {
+                Input::Send(o) => fw.quarantine_of(now, &o.from.id).is_some(),
+                _ => false,
+            };
+            match fw.handle(now, &mut rng, input) {
+                Output::Accepted { message, .. } => {
+                    prop_assert!(!sender_quarantined, "a quarantined agent sent");
+                    last_id = Some(message.id);
+                    let to = agents.iter().position(|a| a.id == message.to.id).unwrap();
+                    inboxes[to].push(message);
+                }
+                Output::Refused(r) => prop_assert!(!r.reason.text.is_empty() && !r.reason.code.is_empty()),
+                Output::Held { message, .. } => {
+                    let to = agents.iter().position(|a| a.id == message.to.id).unwrap();
+                    inboxes[to].push(message);
+                }
+                Output::Delivered { .. } | Output::Done => {}
+            }
+            while let Some(event) = fw.poll_event() {
+                if let Event::Decision(d) = event {
+                    prop_assert_eq!(d.reason.is_some(), d.verdict != agentfw_core::firewall::Verdict::Allow);
+                }
+            }
+        }
+        // Bounded: after everything has had time to expire, nothing is left behind.
+        let end = Timestamp::from_millis(now.as_millis() + 8 * 24 * 3600 * 1000);
+        fw.handle(end, &mut rng, Input::Timeout);
+        prop_assert!(fw.ledger().is_empty());
+        prop_assert_eq!(fw.containment().quarantined().count(), 0);
+        prop_assert_eq!(fw.containment().remembered().count(), 0);
+    }
+}
