@@ -98,7 +98,11 @@ fn main() {
     let mut last = None;
     for turn in 1..=11 {
         let (from, to) = if turn % 2 == 1 { (&docs, &worker) } else { (&worker, &docs) };
-        let out = sim.send(from, to, &format!("Turn {turn}: {}", ["ping the build", "check the queue"][turn % 2]));
+        let out = sim.send(
+            from,
+            to,
+            &format!("Turn {turn}: {}", if turn % 2 == 0 { "ping the build" } else { "check the queue" }),
+        );
         if turn >= 10 {
             show(&format!("turn {turn}, {} -> {}", from.label(), to.label()), &out);
         }
