@@ -327,7 +327,8 @@ impl Firewall {
     /// When [`Input::Timeout`] next has something to expire.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
-        [self.state.ledger.next_expiry(), self.state.containment.next_expiry()].into_iter().flatten().min()
+        let s = &self.state;
+        [s.ledger.next_expiry(), s.containment.next_expiry(), s.limits.next_expiry()].into_iter().flatten().min()
     }
 
     /// Handle one input at `now`. `rng` supplies message ids and fence markers.
