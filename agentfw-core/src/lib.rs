@@ -16,4 +16,5 @@ pub mod message;
 pub mod normalize;
 pub mod policy;
 pub mod provenance;
+pub mod seal;
 pub mod time;
