@@ -11,6 +11,7 @@ pub mod containment;
 pub mod fence;
 pub mod fingerprint;
 pub mod firewall;
+pub mod handoff;
 pub mod limits;
 pub mod message;
 pub mod normalize;
