@@ -39,6 +39,37 @@
 //! Everything up to and including the content type is the header; it is the HPKE
 //! associated data. The header is readable without keys ([`Envelope::from_bytes`]), so a
 //! relay can route on it; the body is not.
+//!
+//! What a command line does with it (`keys new`, `keys show`, `seal`, `open`): every
+//! input and output is bytes or text, and the adapter owns the files and the clock.
+//!
+//! ```
+//! use agentfw_core::message::MessageId;
+//! use agentfw_core::seal::{self, DeviceKeys, Draft, Keyring, Limits, PublicBundle, ReplayCache};
+//! use agentfw_core::time::Timestamp;
+//! # use rand_core::SeedableRng;
+//! # let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+//! let now = Timestamp::from_millis(1_767_225_600_000);
+//!
+//! // `keys new` writes the key file; `keys show` prints the bundle line.
+//! let alice_file = DeviceKeys::generate(now, &mut rng).to_key_file();
+//! let bob = DeviceKeys::generate(now, &mut rng);
+//! let bob_line = bob.public().to_line();
+//!
+//! // `seal --to PUBFILE`: Alice seals stdin for Bob.
+//! let alice = DeviceKeys::from_key_file(alice_file.as_bytes())?;
+//! let to = PublicBundle::parse(&bob_line)?;
+//! let draft = Draft { id: MessageId::generate(now, &mut rng), content_type: "text/plain", body: b"hi" };
+//! let envelope = seal::seal(&alice, &to, &draft, &Limits::default(), now, &mut rng)?.into_bytes();
+//!
+//! // `open --from PUBFILE`: Bob opens it, trusting Alice's bundle line.
+//! let mut keyring = Keyring::new();
+//! keyring.trust(PublicBundle::parse(&alice.public().to_line())?)?;
+//! let mut replay = ReplayCache::default();
+//! let opened = seal::open(&bob, &keyring, &mut replay, &envelope, &Limits::default(), now)?;
+//! assert_eq!(opened.body, b"hi");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod envelope;
 mod keys;
