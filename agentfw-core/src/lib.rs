@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod containment;
 pub mod fence;
 pub mod fingerprint;
