@@ -6,6 +6,7 @@ pub mod containment;
 pub mod fence;
 pub mod fingerprint;
 pub mod firewall;
+pub mod identity;
 pub mod limits;
 pub mod message;
 pub mod normalize;
