@@ -321,9 +321,21 @@ struct AgentFile {
 struct ComponentFile {
     id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    score: Option<f64>,
+    score: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     level: Option<String>,
+}
+
+/// A score as written in a file: a number from 0 to 10.
+fn score_value(value: &serde_json::Value) -> Result<Score, String> {
+    match value {
+        serde_json::Value::Number(n) => n.as_f64().map_or_else(
+            || Err(format!("`{n}` is not a risk score")),
+            |x| Score::new(x).map_err(|_| AdmissionError::Score(n.to_string()).to_string()),
+        ),
+        serde_json::Value::Null => Err("`score` is null: leave it out for an unrated component".to_owned()),
+        other => Err(format!("`score` must be a number from 0 to 10, found `{other}`")),
+    }
 }
 
 impl TryFrom<InventoryFile> for Inventory {
@@ -341,7 +353,7 @@ impl TryFrom<InventoryFile> for Inventory {
             for (j, c) in entry.components.into_iter().enumerate() {
                 let cat = format!("component {} (`{}`)", j + 1, c.id.chars().take(80).collect::<String>());
                 let id = ComponentId::new(c.id).map_err(|e| bad(format!("{cat}: {e}")))?;
-                let score = c.score.map(Score::new).transpose().map_err(|e| bad(format!("{cat}: {e}")))?;
+                let score = c.score.as_ref().map(score_value).transpose().map_err(|e| bad(format!("{cat}: {e}")))?;
                 let level =
                     c.level.as_deref().map(str::parse::<Level>).transpose().map_err(|e| bad(format!("{cat}: {e}")))?;
                 let score = match (score, level) {
@@ -374,7 +386,7 @@ impl From<Inventory> for InventoryFile {
                 agent,
                 components: components
                     .into_iter()
-                    .map(|c| ComponentFile { id: c.id.0, score: c.score.map(Score::as_f64), level: None })
+                    .map(|c| ComponentFile { id: c.id.0, score: c.score.map(|s| s.as_f64().into()), level: None })
                     .collect(),
             })
             .collect();
