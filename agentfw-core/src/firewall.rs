@@ -393,7 +393,9 @@ impl Firewall {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let s = &self.state;
-        [s.ledger.next_expiry(), s.containment.next_expiry(), s.admission.next_expiry()].into_iter().flatten().min()
+        let expiries =
+            [s.ledger.next_expiry(), s.containment.next_expiry(), s.limits.next_expiry(), s.admission.next_expiry()];
+        expiries.into_iter().flatten().min()
     }
 
     /// Handle one input at `now`. `rng` supplies message ids and fence markers.

@@ -413,6 +413,15 @@ impl Limits {
         }
     }
 
+    /// When [`Limits::expire`] next has something to drop.
+    pub fn next_expiry(&self) -> Option<Timestamp> {
+        let c = &self.config;
+        let agents = self.agents.values().map(|a| a.last_active + c.thread_age);
+        let pairs = self.pairs.values().map(|l| l.at + c.repeat_window);
+        let threads = self.threads.keys().chain(self.messages.keys()).map(|t| t.timestamp() + c.thread_age);
+        agents.chain(pairs).chain(threads).min()
+    }
+
     /// The chain each agent is at, for status displays.
     pub fn turn_of(&self, agent: &AgentId) -> u32 {
         self.agents.get(agent).map_or(0, |a| a.chain)

@@ -133,5 +133,6 @@ proptest! {
         prop_assert!(fw.ledger().is_empty());
         prop_assert_eq!(fw.containment().quarantined().count(), 0);
         prop_assert_eq!(fw.containment().remembered().count(), 0);
+        prop_assert_eq!(fw.poll_timeout(), None, "every limit counter has expired too");
     }
 }
