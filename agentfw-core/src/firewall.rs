@@ -13,6 +13,8 @@
 //!
 //! A message is judged twice: on [`Input::Send`], and again on [`Input::Deliver`] when its
 //! recipient reads it, because the receiving side never trusts the sender's verdict (PR2).
+//! The admission gate ([`crate::admission`]) is checked both times too: the sender on send,
+//! the recipient and the sender on delivery (AD8). It is off unless configured.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
