@@ -13,6 +13,8 @@
 //!
 //! A message is judged twice: on [`Input::Send`], and again on [`Input::Deliver`] when its
 //! recipient reads it, because the receiving side never trusts the sender's verdict (PR2).
+//! The admission gate ([`crate::admission`]) is checked both times too: the sender on send,
+//! the recipient and the sender on delivery (AD8). It is off unless configured.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use rand_core::CryptoRng;
 use serde::{Deserialize, Serialize};
 
+use crate::admission::{Admission, AdmissionConfig, Component, ComponentId, GateVerdict, Inventory, Mode, Score};
 use crate::containment::{Containment, ContainmentConfig, Quarantine, Remembered, TextId};
 use crate::fence::{Fenced, fence, sanitize};
 use crate::fingerprint::Fingerprints;
@@ -38,6 +41,9 @@ pub struct Config {
     pub ledger: LedgerConfig,
     pub containment: ContainmentConfig,
     pub limits: LimitsConfig,
+    /// The admission gate (AD1–AD8); off unless set.
+    #[serde(default)]
+    pub admission: AdmissionConfig,
 }
 
 impl Default for Config {
@@ -47,6 +53,7 @@ impl Default for Config {
             ledger: LedgerConfig::default(),
             containment: ContainmentConfig::default(),
             limits: LimitsConfig::default(),
+            admission: AdmissionConfig::default(),
         }
     }
 }
@@ -173,6 +180,30 @@ pub enum AdminAction {
         a: AgentId,
         b: AgentId,
     },
+    /// Replace the admission verdict copy: the inventory from the relay or a file (AD8).
+    SetInventory {
+        inventory: Inventory,
+    },
+    /// Set one agent's components, e.g. after an [`Event::AdmissionRefresh`].
+    SetComponents {
+        agent: String,
+        components: Vec<Component>,
+    },
+    /// `agentfw admission enforce|report` (AD6).
+    SetAdmissionMode {
+        mode: Mode,
+    },
+    SetAdmissionThreshold {
+        threshold: Score,
+    },
+    /// `agentfw admission except COMPONENT` (AD4).
+    Except {
+        component: ComponentId,
+    },
+    /// Withdraw a component's exception.
+    Unexcept {
+        component: ComponentId,
+    },
 }
 
 /// Everything the firewall is told.
@@ -240,12 +271,40 @@ pub enum Verdict {
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {
     Decision(Decision),
-    Quarantined { agent: AgentId, quarantine: Quarantine },
-    Released { agent: AgentId },
-    Remembered { text: TextId, message: MessageId, rule: String },
-    Forgotten { text: TextId },
+    Quarantined {
+        agent: AgentId,
+        quarantine: Quarantine,
+    },
+    Released {
+        agent: AgentId,
+    },
+    Remembered {
+        text: TextId,
+        message: MessageId,
+        rule: String,
+    },
+    Forgotten {
+        text: TextId,
+    },
     ThreadNote(ThreadNote),
-    TurnReset { agent: AgentId },
+    TurnReset {
+        agent: AgentId,
+    },
+    /// Report-only admission (AD6): the message went through, but enforcement would have
+    /// refused it for this reason.
+    WouldRefuse {
+        id: MessageId,
+        stage: Stage,
+        agent: AgentId,
+        reason: Reason,
+    },
+    /// `agent` is unknown to the admission gate and this is its one refresh (AD5): look up
+    /// its components and ratings and set them ([`AdminAction::SetComponents`] or
+    /// [`AdminAction::SetInventory`]). A send refused with code `admission.refresh` may then
+    /// be retried once; a delivery held for it is offered again after its `until`.
+    AdmissionRefresh {
+        agent: Agent,
+    },
 }
 
 /// The firewall's whole state, for snapshots: restore it and nothing is lost.
@@ -255,6 +314,8 @@ pub struct State {
     ledger: Ledger,
     containment: Containment,
     limits: Limits,
+    #[serde(default)]
+    admission: Admission,
     events: VecDeque<Event>,
 }
 
@@ -277,6 +338,7 @@ impl Firewall {
             ledger: Ledger::new(config.ledger.clone()),
             containment: Containment::new(config.containment.clone()),
             limits: Limits::new(config.limits.clone()),
+            admission: Admission::new(config.admission.clone()),
             events: VecDeque::new(),
             config,
         })
@@ -318,6 +380,11 @@ impl Firewall {
         &self.state.limits
     }
 
+    /// The admission gate: its settings, inventory, verdicts and previews.
+    pub fn admission(&self) -> &Admission {
+        &self.state.admission
+    }
+
     /// The next thing that happened, oldest first. Drain after every input.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
@@ -328,7 +395,9 @@ impl Firewall {
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         let s = &self.state;
-        [s.ledger.next_expiry(), s.containment.next_expiry(), s.limits.next_expiry()].into_iter().flatten().min()
+        let expiries =
+            [s.ledger.next_expiry(), s.containment.next_expiry(), s.limits.next_expiry(), s.admission.next_expiry()];
+        expiries.into_iter().flatten().min()
     }
 
     /// Handle one input at `now`. `rng` supplies message ids and fence markers.
@@ -370,6 +439,11 @@ impl Firewall {
             Some(Reason::new("message.to_self", "an agent cannot message itself"))
         } else {
             self.contained(now, &out.from, &out.to, "the recipient").map(|(_, r)| r)
+        };
+        let mut warnings = Vec::new();
+        let early = match early {
+            Some(reason) => Some(reason),
+            None => self.gate(now, id, Stage::Sending, &out.from, "your agent is", &mut warnings).map(|(r, _)| r),
         };
         let body = sanitize(&out.body).into_owned();
         let early = early.or_else(|| {
@@ -414,7 +488,7 @@ impl Firewall {
                 return self.refuse_send(now, id, &out, size, provenance.hops, Reason::trip(&trip));
             }
         };
-        let warnings: Vec<Reason> = admit.warnings.iter().map(Reason::trip).collect();
+        warnings.extend(admit.warnings.iter().map(Reason::trip));
         let turn = admit.turn;
         self.state.limits.record_send(now, &attempt, admit);
         let message = Accepted {
@@ -449,6 +523,46 @@ impl Firewall {
             self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Hold, Some(reason.clone()));
             return Output::Held { message: m, until, reason };
         }
+        let mut warnings = Vec::new();
+        let gate = match self.gate(now, id, Stage::Delivering, &m.to, "your agent is", &mut warnings) {
+            Some(refused) => Some(refused),
+            None => {
+                let sender = format!("the sender, {}, is", m.from.label());
+                self.gate(now, id, Stage::Delivering, &m.from, &sender, &mut warnings)
+            }
+        };
+        match gate {
+            None => {}
+            Some((reason, true)) => {
+                let until = now + self.state.admission.config().refresh_wait;
+                self.record(
+                    now,
+                    Stage::Delivering,
+                    &m.from,
+                    &m.to,
+                    id,
+                    size,
+                    hops,
+                    Verdict::Hold,
+                    Some(reason.clone()),
+                );
+                return Output::Held { message: m, until, reason };
+            }
+            Some((reason, false)) => {
+                self.record(
+                    now,
+                    Stage::Delivering,
+                    &m.from,
+                    &m.to,
+                    id,
+                    size,
+                    hops,
+                    Verdict::Deny,
+                    Some(reason.clone()),
+                );
+                return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
+            }
+        }
         let body = sanitize(&m.body);
         let folded = fold(&body);
         let prints = Fingerprints::of(&folded);
@@ -480,7 +594,7 @@ impl Firewall {
         self.state.ledger.record(now, &m.to.id, prints, m.provenance.clone());
         self.state.limits.record_delivery(now, &m.to.id, m.turn);
         self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Allow, None);
-        Output::Delivered { delivery: Delivery { message: m, fenced }, warnings: Vec::new() }
+        Output::Delivered { delivery: Delivery { message: m, fenced }, warnings }
     }
 
     /// Is either end quarantined? `me` is the side acting now; `other` is the far side,
@@ -497,6 +611,35 @@ impl Firewall {
             q.until, q.reason
         );
         Some((q.until, Reason::new("containment.quarantined", text)))
+    }
+
+    /// The admission gate for `agent`, named `subject` in reasons (AD5, AD6, AD8). Returns
+    /// the refusal and whether it only waits for the agent's refresh; a report-only warning
+    /// goes into `warnings` and the event log instead.
+    fn gate(
+        &mut self,
+        now: Timestamp,
+        id: MessageId,
+        stage: Stage,
+        agent: &Agent,
+        subject: &str,
+        warnings: &mut Vec<Reason>,
+    ) -> Option<(Reason, bool)> {
+        let check = self.state.admission.check(now, agent, subject);
+        if check.refresh {
+            self.state.events.push_back(Event::AdmissionRefresh { agent: agent.clone() });
+        }
+        match check.verdict {
+            GateVerdict::Admit => None,
+            GateVerdict::Warn { code, text } => {
+                let reason = Reason::new(code, text);
+                let event = Event::WouldRefuse { id, stage, agent: agent.id.clone(), reason: reason.clone() };
+                self.state.events.push_back(event);
+                warnings.push(reason);
+                None
+            }
+            GateVerdict::Refuse { code, text } => Some((Reason::new(code, text), check.refresh)),
+        }
     }
 
     /// Refused on sight: the text matches one refused earlier (CT2).
@@ -600,6 +743,16 @@ impl Firewall {
                     s.events.push_back(Event::TurnReset { agent });
                 }
             }
+            AdminAction::SetInventory { inventory } => s.admission.set_inventory(inventory),
+            AdminAction::SetComponents { agent, components } => s.admission.set_components(agent, components),
+            AdminAction::SetAdmissionMode { mode } => s.admission.set_mode(mode),
+            AdminAction::SetAdmissionThreshold { threshold } => s.admission.set_threshold(threshold),
+            AdminAction::Except { component } => {
+                s.admission.except(component);
+            }
+            AdminAction::Unexcept { component } => {
+                s.admission.unexcept(&component);
+            }
         }
     }
 
@@ -607,6 +760,7 @@ impl Firewall {
         let s = &mut self.state;
         s.ledger.expire(now);
         s.limits.expire(now);
+        s.admission.expire(now);
         for agent in s.containment.expire(now) {
             s.events.push_back(Event::Released { agent });
         }

@@ -1,11 +1,13 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod containment;
 pub mod fence;
 pub mod fingerprint;
 pub mod firewall;
 pub mod handoff;
+pub mod identity;
 pub mod limits;
 pub mod message;
 pub mod normalize;
