@@ -1,0 +1,61 @@
+//! The full default rule pack, one decision per iteration, normalization included: the text
+//! is sanitized and folded as the firewall does, then judged at hops 2 so every rule runs
+//! (the injection and command rules only look at forwarded text).
+//!
+//! `cargo bench -p agentfw-benches --bench policy`
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use agentfw_core::policy::{RuleSet, Scanner, Stage};
+use agentfw_core::time::Timestamp;
+use criterion::{Criterion, criterion_group, criterion_main};
+
+/// Ordinary developer chat: prose, code, a log line, a shell command, hashes.
+const ASCII: &str = "Can you check why the /health endpoint returns 500 after the deploy? The stack trace \
+points at src/server.rs:120 in handle_request, right after we parse the JSON body. I ran \
+`curl -s http://localhost:8080/health | jq .status` and got null. The commit is \
+3f4e2a1b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f and the request id 123e4567-e89b-12d3-a456-426614174000.\n\
+fn handle_request(req: Request) -> Result<Response, Error> {\n    let body: Health = serde_json::from_slice(&req.body)?;\n    Ok(Response::json(&body))\n}\n\
+2024-05-01T12:00:00Z ERROR request failed: connection refused (os error 111)\n";
+
+/// The same kind of text with accents, CJK, emoji and a Cyrillic look-alike.
+const MIXED: &str = "Pouvez-vous vérifier pourquoi l'endpoint /health renvoie 500 après le déploiement ? \
+日本語のログ: 接続が拒否されました。 The stack trace points at src/server.rs:120 — naïve café résumé 🚀✅. \
+Тhe tеam (with Cyrillic letters) says the fix is in handle_request; straße, ﬁle, ｆｕｌｌｗｉｄｔｈ.\n";
+
+fn repeat_to(text: &str, bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + text.len());
+    while out.len() < bytes {
+        out.push_str(text);
+    }
+    let mut end = bytes.min(out.len());
+    while !out.is_char_boundary(end) {
+        end -= 1;
+    }
+    out.truncate(end);
+    out
+}
+
+fn policy(c: &mut Criterion) {
+    let Ok(rules) = RuleSet::default_pack() else {
+        eprintln!("the default pack does not compile");
+        return;
+    };
+    let scanner = Scanner::new(Arc::new(rules));
+    let now = Timestamp::from_millis(1_700_000_000_000);
+    let inputs = [
+        ("default_pack/1KiB_ascii", repeat_to(ASCII, 1024)),
+        ("default_pack/1KiB_mixed_unicode", repeat_to(MIXED, 1024)),
+        ("default_pack/64KiB_ascii", repeat_to(ASCII, 64 * 1024)),
+        ("default_pack/64KiB_one_char", "a".repeat(64 * 1024)),
+    ];
+    for (name, text) in &inputs {
+        c.bench_function(name, |b| {
+            b.iter(|| scanner.judge(black_box(text), Stage::Sending, 2, now));
+        });
+    }
+}
+
+criterion_group!(benches, policy);
+criterion_main!(benches);
