@@ -23,6 +23,32 @@ enum Command {
     /// Check, test and list policy rules.
     #[command(subcommand)]
     Rules(cmd::rules::Command),
+    /// Run the local daemon in the foreground (normally started by `agentfw mcp`).
+    Daemon(cmd::daemon::Args),
+    /// The stdio MCP server for one agent session.
+    Mcp,
+    /// Send a message as the agent session this command runs in.
+    Send(cmd::messages::SendArgs),
+    /// Read the messages waiting for the agent session this command runs in.
+    Inbox(cmd::messages::InboxArgs),
+    /// Who is reachable, who is refused or contained, and why.
+    Team(cmd::team::Args),
+    /// The daemon, the team, quarantines, admission and rules.
+    Status(cmd::team::Args),
+    /// The decision log, metadata only.
+    Audit(cmd::audit::Args),
+    /// Let two agents talk again after the turn fuse stopped them.
+    Allow(cmd::admin::AllowArgs),
+    /// Quarantines.
+    #[command(subcommand)]
+    Quarantine(cmd::admin::Quarantine),
+    /// Which agent session a process belongs to.
+    Identity(cmd::identity::Args),
+    /// The admission gate: evaluate inventories, preview thresholds, import ratings, switch modes.
+    #[command(subcommand)]
+    Admission(cmd::admission::Command),
+    /// What the installed harness hooks run.
+    Hook(cmd::hook::Args),
 }
 
 fn main() -> ExitCode {
@@ -30,5 +56,17 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Scan(args) => cmd::scan::run(&args),
         Command::Rules(command) => cmd::rules::run(&command),
+        Command::Daemon(args) => cmd::daemon::run(&args),
+        Command::Mcp => cmd::daemon::mcp(),
+        Command::Send(args) => cmd::messages::send(&args),
+        Command::Inbox(args) => cmd::messages::inbox(&args),
+        Command::Team(args) => cmd::team::team(&args),
+        Command::Status(args) => cmd::team::status(&args),
+        Command::Audit(args) => cmd::audit::run(&args),
+        Command::Allow(args) => cmd::admin::allow(&args),
+        Command::Quarantine(command) => cmd::admin::quarantine(&command),
+        Command::Identity(args) => cmd::identity::run(&args),
+        Command::Admission(command) => cmd::admission::run(&command),
+        Command::Hook(args) => cmd::hook::run(&args),
     }
 }

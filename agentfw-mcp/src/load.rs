@@ -80,6 +80,16 @@ impl Files {
         let sources = Sources { rules: self.rules, patterns: sets.into_values().collect(), placeholders };
         RuleSet::compile(&sources).map_err(LoadError::Policy)
     }
+
+    /// Compiles the default pack's rules followed by these rules, with the built-in pattern
+    /// sets plus these pattern files, and these placeholder lists or else the built-in one:
+    /// what the daemon runs when the user has rule files in its home.
+    pub fn compile_with_default_pack(mut self) -> Result<RuleSet, LoadError> {
+        let mut rules = pack::rule_files();
+        rules.append(&mut self.rules);
+        self.rules = rules;
+        self.compile()
+    }
 }
 
 fn has_top_key(text: &str, keys: &[&str]) -> bool {

@@ -1,0 +1,66 @@
+//! `agentfw daemon` and `agentfw mcp`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agentfw_mcp::client::Client;
+use agentfw_mcp::daemon::{self, DaemonError};
+use agentfw_mcp::home::Home;
+
+use super::fail;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The state directory (default: `AGENTFW_HOME`, else `~/.local/share/agentfw`).
+    #[arg(long, value_name = "DIR")]
+    home: Option<PathBuf>,
+    /// Ask the running daemon to stop, and wait until it has.
+    #[arg(long)]
+    stop: bool,
+}
+
+pub fn run(args: &Args) -> ExitCode {
+    let home = match Home::resolve(args.home.as_deref()) {
+        Ok(home) => home,
+        Err(e) => return fail(e),
+    };
+    if args.stop {
+        return stop(&home);
+    }
+    match daemon::run(&home) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ DaemonError::AlreadyRunning { .. }) => {
+            eprintln!("agentfw daemon: {e}");
+            ExitCode::from(1)
+        }
+        Err(e) => fail(e),
+    }
+}
+
+fn stop(home: &Home) -> ExitCode {
+    let mut client = match Client::connect(home) {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::SUCCESS;
+        }
+    };
+    if let Err(e) = client.shutdown() {
+        return fail(e);
+    }
+    for _ in 0..500 {
+        if !home.socket.exists() {
+            eprintln!("agentfw daemon stopped");
+            return ExitCode::SUCCESS;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    fail("the daemon did not stop within 5 seconds")
+}
+
+pub fn mcp() -> ExitCode {
+    match Home::resolve(None) {
+        Ok(home) => agentfw_mcp::mcp::run(home),
+        Err(e) => fail(e),
+    }
+}

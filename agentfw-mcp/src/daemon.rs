@@ -1,0 +1,315 @@
+//! `agentfw daemon`: one per user per home, on a Unix socket in the user's runtime
+//! directory (see [`crate::home`]).
+//!
+//! - **One daemon.** It takes an exclusive `flock` on its lock file before touching the
+//!   socket; a second daemon for the same home exits with an error naming the first. A
+//!   socket left by a daemon that died is removed; one that answers is never replaced.
+//! - **Identity from the kernel.** For every connection the peer's pid and uid come from
+//!   `SO_PEERCRED`; a peer of another uid is refused, and the pid's ancestry (from `/proc`,
+//!   [`crate::procfs`]) decides the agent session (ID1). The identity is fixed for the
+//!   connection: nothing the client sends can change it.
+//! - **One engine thread** owns the firewall and the database ([`crate::engine`]); socket
+//!   tasks hand it requests and wait for its answer. It also runs the firewall's timeouts
+//!   (`Input::Timeout` when `poll_timeout` falls due), snapshots, rule reloads, retention
+//!   and wake-ups.
+//! - It stops on SIGTERM/SIGINT, on `shutdown` from a person, or when its home is deleted
+//!   (so a test's temporary home never leaves a daemon behind), after a final snapshot.
+
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use agentfw_core::identity::Resolver;
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{Notify, oneshot};
+
+use crate::config::{ConfigError, DaemonConfig};
+use crate::engine::{Caller, Engine};
+use crate::home::{Home, HomeError, uid};
+use crate::procfs::{self, ProcClock};
+use crate::proto::{self, ErrorBody, Op, Response, code};
+use crate::store::StoreError;
+use crate::wake;
+
+/// Why the daemon could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("the agentfw daemon is not supported on this platform yet: it needs Linux (peer credentials and `/proc`)")]
+    Unsupported,
+    #[error(transparent)]
+    Home(#[from] HomeError),
+    #[error("another agentfw daemon{} already serves this home (socket `{socket}`)", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    AlreadyRunning { pid: Option<u32>, socket: String },
+    #[error("cannot listen on `{path}`: {source}")]
+    Listen { path: String, source: io::Error },
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("identity configuration: {0}")]
+    Identity(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(io::Error),
+}
+
+struct Job {
+    caller: Arc<Caller>,
+    op: Op,
+    reply: oneshot::Sender<Result<Value, ErrorBody>>,
+}
+
+/// Run the daemon for `home` in the foreground until it is stopped.
+#[allow(clippy::disallowed_methods)] // reads HOME, once, to expand `~/` in the identity configuration
+pub fn run(home: &Home) -> Result<(), DaemonError> {
+    if !cfg!(target_os = "linux") {
+        return Err(DaemonError::Unsupported);
+    }
+    let _lock = lock(home)?;
+    if home.socket.exists() {
+        if std::os::unix::net::UnixStream::connect(&home.socket).is_ok() {
+            return Err(DaemonError::AlreadyRunning {
+                pid: home.daemon_pid(),
+                socket: home.socket.display().to_string(),
+            });
+        }
+        let _ = std::fs::remove_file(&home.socket);
+    }
+    let user_home = std::env::var("HOME").ok();
+    let config = DaemonConfig::load(&home.config(), user_home.as_deref())?;
+    let resolver = Arc::new(Resolver::new(config.identity.clone()).map_err(|e| DaemonError::Identity(e.to_string()))?);
+
+    let (wake_tx, wake_rx) = mpsc::channel::<wake::Job>();
+    std::thread::Builder::new()
+        .name("agentfw-wake".into())
+        .spawn(move || {
+            while let Ok(job) = wake_rx.recv() {
+                let _ = std::thread::Builder::new().name("agentfw-wake-job".into()).spawn(move || wake::run(&job));
+            }
+        })
+        .map_err(DaemonError::Runtime)?;
+    let mut engine = Engine::open(home.clone(), config, Some(wake_tx))?;
+    let clock = engine.proc_clock();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("agentfw-daemon")
+        .enable_all()
+        .build()
+        .map_err(DaemonError::Runtime)?;
+    let listener = {
+        let _guard = runtime.enter();
+        let listener = UnixListener::bind(&home.socket)
+            .map_err(|source| DaemonError::Listen { path: home.socket.display().to_string(), source })?;
+        let _ = std::fs::set_permissions(&home.socket, std::fs::Permissions::from_mode(0o600));
+        listener
+    };
+    let _ = std::fs::write(home.pid_file(), format!("{}\n", std::process::id()));
+    eprintln!(
+        "agentfw daemon {}: listening on {} for {} (pid {})",
+        crate::engine::version(),
+        home.socket.display(),
+        home.dir.display(),
+        std::process::id()
+    );
+
+    let stopped = Arc::new(Notify::new());
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let engine_stopped = Arc::clone(&stopped);
+    let engine_thread = std::thread::Builder::new()
+        .name("agentfw-engine".into())
+        .spawn(move || {
+            loop {
+                let wait = engine.tick();
+                if engine.should_stop() {
+                    break;
+                }
+                match jobs_rx.recv_timeout(wait) {
+                    Ok(job) => {
+                        let answer = engine.handle(&job.caller, job.op);
+                        let _ = job.reply.send(answer);
+                        if engine.should_stop() {
+                            break;
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            engine.shutdown();
+            engine_stopped.notify_one();
+        })
+        .map_err(DaemonError::Runtime)?;
+
+    runtime.block_on(serve(listener, jobs_tx, resolver, clock, Arc::clone(&stopped)));
+    runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+    let _ = engine_thread.join();
+    let _ = std::fs::remove_file(&home.socket);
+    let _ = std::fs::remove_file(home.pid_file());
+    eprintln!("agentfw daemon: stopped");
+    Ok(())
+}
+
+/// The exclusive lock that makes this the home's only daemon.
+#[allow(clippy::disallowed_types)] // the adapter owns files
+fn lock(home: &Home) -> Result<std::fs::File, DaemonError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(&home.lock)
+        .map_err(|source| DaemonError::Listen { path: home.lock.display().to_string(), source })?;
+    // A daemon that is stopping still holds the lock for a moment: wait for it, unless
+    // the socket answers (then another daemon is really running).
+    for _ in 0..500 {
+        if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_ok() {
+            return Ok(file);
+        }
+        if std::os::unix::net::UnixStream::connect(&home.socket).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Err(DaemonError::AlreadyRunning { pid: home.daemon_pid(), socket: home.socket.display().to_string() })
+}
+
+async fn serve(
+    listener: UnixListener,
+    jobs: mpsc::Sender<Job>,
+    resolver: Arc<Resolver>,
+    clock: ProcClock,
+    stopped: Arc<Notify>,
+) {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let (jobs, resolver) = (jobs.clone(), Arc::clone(&resolver));
+                    tokio::spawn(async move {
+                        if let Err(e) = connection(stream, jobs, resolver, clock).await {
+                            eprintln!("agentfw daemon: connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => {
+                    eprintln!("agentfw daemon: accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            },
+            () = stopped.notified() => break,
+            Some(()) = async { match term.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => break,
+            Some(()) = async { match int.as_mut() { Some(s) => s.recv().await, None => std::future::pending().await } } => break,
+        }
+    }
+    // Let the engine finish (it notices the dropped sender) before the caller removes the socket.
+    drop(jobs);
+}
+
+/// Serve one client: decide who it is, then answer its requests in order.
+async fn connection(
+    stream: UnixStream,
+    jobs: mpsc::Sender<Job>,
+    resolver: Arc<Resolver>,
+    clock: ProcClock,
+) -> io::Result<()> {
+    let cred = stream.peer_cred()?;
+    let (read, mut write) = stream.into_split();
+    if cred.uid() != uid() {
+        let body = ErrorBody::new(
+            code::OTHER_USER,
+            format!("this agentfw daemon serves uid {}, not uid {}; each user runs their own", uid(), cred.uid()),
+        );
+        return send(&mut write, &Response::err(0, body)).await;
+    }
+    let pid = cred.pid().and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+    let caller = tokio::task::spawn_blocking(move || caller(pid, &resolver, &clock))
+        .await
+        .map_err(|e| io::Error::other(e.to_string()))?;
+    let caller = Arc::new(caller);
+    let mut reader = BufReader::with_capacity(64 * 1024, read);
+    loop {
+        let line = match read_line(&mut reader, proto::MAX_REQUEST_BYTES).await {
+            Ok(Some(line)) => line,
+            Ok(None) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                let body = ErrorBody::new(
+                    code::TOO_LARGE,
+                    format!("the request is over {} bytes; the connection is closed", proto::MAX_REQUEST_BYTES),
+                );
+                return send(&mut write, &Response::err(0, body)).await;
+            }
+            Err(e) => return Err(e),
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let response = match proto::parse_request(&line) {
+            Err((id, body)) => Response::err(id, *body),
+            Ok((id, op)) => {
+                let (tx, rx) = oneshot::channel();
+                let job = Job { caller: Arc::clone(&caller), op, reply: tx };
+                if jobs.send(job).is_err() {
+                    return Ok(());
+                }
+                match rx.await {
+                    Ok(Ok(result)) => Response::ok(id, result),
+                    Ok(Err(body)) => Response::err(id, body),
+                    Err(_) => return Ok(()),
+                }
+            }
+        };
+        send(&mut write, &response).await?;
+    }
+}
+
+async fn send(write: &mut (impl AsyncWriteExt + Unpin), response: &Response) -> io::Result<()> {
+    let mut line = serde_json::to_vec(response).map_err(io::Error::other)?;
+    line.push(b'\n');
+    write.write_all(&line).await
+}
+
+/// One line of at most `limit` bytes, without its newline; `None` at end of input.
+async fn read_line(
+    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
+    limit: usize,
+) -> io::Result<Option<Vec<u8>>> {
+    let mut line = Vec::new();
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(if line.is_empty() { None } else { Some(line) });
+        }
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if line.len() + take > limit.saturating_add(1) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+        }
+        line.extend_from_slice(available.get(..take).unwrap_or_default());
+        reader.consume(take);
+        if newline.is_some() {
+            line.pop();
+            return Ok(Some(line));
+        }
+    }
+}
+
+/// Decide who process `pid` is (ID1): its agent session, the agent's project directory, and
+/// the environment the harness gave the agent's direct child (where waking details live).
+pub fn caller(pid: u32, resolver: &Resolver, clock: &ProcClock) -> Caller {
+    match procfs::identify(resolver, pid, clock) {
+        Ok((identity, snapshot)) => {
+            let agent = snapshot.get(identity.pid);
+            let project_dir = agent.and_then(|p| p.git_root.clone().or_else(|| p.cwd.clone()));
+            let child = identity.chain.iter().rev().nth(1).and_then(|step| snapshot.get(step.pid));
+            let env = child.map(|p| p.env.clone()).unwrap_or_default();
+            Caller { pid, identity: Ok(identity), project_dir, env }
+        }
+        Err(e) => Caller { pid, identity: Err(e.to_string()), project_dir: None, env: Default::default() },
+    }
+}

@@ -1,0 +1,217 @@
+//! The daemon's SQLite database: everything it accepted, so that a crash or restart loses
+//! nothing acknowledged and delivers nothing twice.
+//!
+//! | table | holds |
+//! |---|---|
+//! | `journal` | every input fed to the firewall since the last snapshot: time, RNG seed, input |
+//! | `snapshot` | the firewall's state (one row) and the last journal seq it covers |
+//! | `inbox` | accepted messages and agentfw's notes, per recipient: pending, then delivered or refused |
+//! | `sends` | the outcome of each send by (sender, key), so a retried send is not sent twice |
+//! | `audit` | every decision, metadata only (AM4) |
+//! | `sessions` | agent sessions seen, with their identity and harness session ids |
+//! | `ratings` | imported component ratings (AD1) |
+//! | `meta` | schema version, boot id and boot time |
+//!
+//! The firewall is deterministic given its inputs, time and randomness (the core is
+//! sans-IO), so its state is the last snapshot plus the journal replayed in order. See
+//! [`crate::engine`] for the order of writes in each transaction and why it is safe.
+
+use std::path::Path;
+
+use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
+
+use crate::config::{StorageConfig, Synchronous};
+
+/// The schema this build writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+BEGIN;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS journal (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    seed BLOB NOT NULL,
+    input TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snapshot (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS inbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    recipient TEXT NOT NULL,
+    sender TEXT NOT NULL,
+    sender_label TEXT NOT NULL,
+    message TEXT,
+    note TEXT,
+    state TEXT NOT NULL,
+    not_before INTEGER NOT NULL,
+    accepted_at INTEGER NOT NULL,
+    done_at INTEGER,
+    batch TEXT,
+    fenced TEXT,
+    warnings TEXT,
+    reason TEXT
+);
+CREATE INDEX IF NOT EXISTS inbox_waiting ON inbox (recipient, state, seq);
+CREATE INDEX IF NOT EXISTS inbox_batch ON inbox (recipient, batch);
+CREATE TABLE IF NOT EXISTS sends (
+    sender TEXT NOT NULL,
+    key TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    PRIMARY KEY (sender, key)
+);
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    at INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    from_id TEXT NOT NULL,
+    from_label TEXT NOT NULL,
+    to_id TEXT NOT NULL,
+    to_label TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    hops INTEGER NOT NULL,
+    verdict TEXT NOT NULL,
+    code TEXT,
+    rule TEXT,
+    reason TEXT,
+    unverified TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_at ON audit (at);
+CREATE TABLE IF NOT EXISTS sessions (
+    agent_id TEXT PRIMARY KEY,
+    identity TEXT NOT NULL,
+    session_id TEXT,
+    thread_id TEXT,
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ratings (
+    component TEXT PRIMARY KEY,
+    score REAL,
+    source TEXT NOT NULL,
+    at INTEGER NOT NULL
+);
+COMMIT;
+";
+
+/// Why the database failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "the disk is full (or the database reached its size cap, `storage.max_pages`): nothing was stored; free some space and retry"
+    )]
+    Full,
+    #[error("database error: {0}")]
+    Sqlite(String),
+    #[error(
+        "the database at `{path}` was written by a newer agentfw (schema {found}, this build knows {SCHEMA_VERSION})"
+    )]
+    Newer { path: String, found: i64 },
+    #[error("stored data is damaged: {0}")]
+    Corrupt(String),
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(ErrorCode::DiskFull) => StoreError::Full,
+            _ => StoreError::Sqlite(e.to_string()),
+        }
+    }
+}
+
+impl From<serde_json::Error> for StoreError {
+    fn from(e: serde_json::Error) -> Self {
+        StoreError::Corrupt(e.to_string())
+    }
+}
+
+/// Open (creating if needed) the database at `path`: owner-only, WAL, the schema in place.
+pub fn open(path: &Path, config: &StorageConfig) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path)?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+    }
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Sqlite(format!("cannot switch the database to WAL mode (got `{mode}`)")));
+    }
+    let sync = match config.synchronous {
+        Synchronous::Full => "FULL",
+        Synchronous::Normal => "NORMAL",
+    };
+    conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = OFF;"))?;
+    if config.max_pages > 0 {
+        let _: i64 = conn.query_row(&format!("PRAGMA max_page_count = {}", config.max_pages), [], |r| r.get(0))?;
+    }
+    conn.execute_batch(SCHEMA)?;
+    let found: Option<i64> = meta(&conn, "schema")?.and_then(|v| v.parse().ok());
+    match found {
+        Some(v) if v > SCHEMA_VERSION => {
+            return Err(StoreError::Newer { path: path.display().to_string(), found: v });
+        }
+        Some(_) => {}
+        None => set_meta(&conn, "schema", &SCHEMA_VERSION.to_string())?,
+    }
+    Ok(conn)
+}
+
+pub fn meta(conn: &Connection, key: &str) -> Result<Option<String>, StoreError> {
+    Ok(conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+}
+
+pub fn set_meta(conn: &Connection, key: &str, value: &str) -> Result<(), StoreError> {
+    conn.execute(
+        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = ?2",
+        params![key, value],
+    )?;
+    Ok(())
+}
+
+/// One journalled input.
+#[derive(Debug)]
+pub struct JournalRow {
+    pub seq: i64,
+    pub at: u64,
+    pub seed: [u8; 32],
+    pub input: String,
+}
+
+/// The snapshot (its journal seq and state JSON), if any, and the journal after it.
+pub type Loaded = (Option<(i64, String)>, Vec<JournalRow>);
+
+/// Read the snapshot and the journal after it.
+pub fn load_state(conn: &Connection) -> Result<Loaded, StoreError> {
+    let snapshot: Option<(i64, String)> = conn
+        .query_row("SELECT seq, state FROM snapshot WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    let after = snapshot.as_ref().map_or(0, |(seq, _)| *seq);
+    let mut stmt = conn.prepare("SELECT seq, at, seed, input FROM journal WHERE seq > ?1 ORDER BY seq")?;
+    let rows = stmt.query_map([after], |r| {
+        let seed: Vec<u8> = r.get(2)?;
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, seed, r.get::<_, String>(3)?))
+    })?;
+    let mut journal = Vec::new();
+    for row in rows {
+        let (seq, at, seed, input) = row?;
+        let seed: [u8; 32] =
+            seed.try_into().map_err(|_| StoreError::Corrupt(format!("journal entry {seq} has a bad seed")))?;
+        journal.push(JournalRow { seq, at: u64::try_from(at).unwrap_or(0), seed, input });
+    }
+    Ok((snapshot, journal))
+}
+
+/// Milliseconds as SQLite stores them.
+pub fn ms(t: agentfw_core::time::Timestamp) -> i64 {
+    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
+}
