@@ -16,3 +16,4 @@ pub mod provenance;
 pub mod seal;
 pub mod sim;
 pub mod time;
+pub mod trust;

@@ -8,6 +8,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod cmd;
+mod dirs;
+mod harness;
+mod hooks;
+mod install;
 
 #[derive(Debug, Parser)]
 #[command(name = "agentfw", version, about = "A firewall for messages between AI agents")]
@@ -49,6 +53,14 @@ enum Command {
     Admission(cmd::admission::Command),
     /// What the installed harness hooks run.
     Hook(cmd::hook::Args),
+    /// Register agentfw's MCP server, hooks and permission overlay with a harness.
+    Install(cmd::install::InstallArgs),
+    /// Remove exactly what `agentfw install` added, putting back what it replaced.
+    Uninstall(cmd::install::UninstallArgs),
+    /// Refuse every message from a teammate (adds it to the trust file's `blocked` list).
+    Block(cmd::trust::Args),
+    /// Lift a block.
+    Unblock(cmd::trust::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,5 +80,9 @@ fn main() -> ExitCode {
         Command::Identity(args) => cmd::identity::run(&args),
         Command::Admission(command) => cmd::admission::run(&command),
         Command::Hook(args) => cmd::hook::run(&args),
+        Command::Install(args) => cmd::install::install(&args),
+        Command::Uninstall(args) => cmd::install::uninstall(&args),
+        Command::Block(args) => cmd::trust::block(&args),
+        Command::Unblock(args) => cmd::trust::unblock(&args),
     }
 }

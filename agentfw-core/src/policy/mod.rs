@@ -37,7 +37,7 @@ pub mod patterns;
 mod reload;
 pub mod rule;
 mod scan;
-mod yaml;
+pub(crate) mod yaml;
 
 use compile::{CompiledRule, RegexCache, Subject};
 pub use diagnostic::{Diagnostic, Diagnostics, SourceFile};

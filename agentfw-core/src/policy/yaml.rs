@@ -42,15 +42,57 @@ impl Node {
     }
 }
 
+/// Which file format a diagnostic is about: its codes start with `policy.` or `trust.`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Domain {
+    Policy,
+    Trust,
+}
+
+impl Domain {
+    pub fn yaml(self) -> &'static str {
+        match self {
+            Domain::Policy => "policy.yaml",
+            Domain::Trust => "trust.yaml",
+        }
+    }
+
+    pub fn invalid_value(self) -> &'static str {
+        match self {
+            Domain::Policy => "policy.invalid_value",
+            Domain::Trust => "trust.invalid_value",
+        }
+    }
+
+    pub fn unknown_field(self) -> &'static str {
+        match self {
+            Domain::Policy => "policy.unknown_field",
+            Domain::Trust => "trust.unknown_field",
+        }
+    }
+
+    pub fn missing_field(self) -> &'static str {
+        match self {
+            Domain::Policy => "policy.missing_field",
+            Domain::Trust => "trust.missing_field",
+        }
+    }
+}
+
 /// Every document in `file`, each as one node tree.
 pub(crate) fn documents(file: &SourceFile) -> Result<Vec<Node>, Box<Diagnostic>> {
-    let mut builder = Builder::default();
+    documents_in(Domain::Policy, file)
+}
+
+/// [`documents`], with diagnostic codes of `domain`.
+pub(crate) fn documents_in(domain: Domain, file: &SourceFile) -> Result<Vec<Node>, Box<Diagnostic>> {
+    let mut builder = Builder { domain, ..Builder::default() };
     for item in Parser::new_from_str(&file.text) {
         let (event, span) = item.map_err(|e| {
             let at = e.marker().index();
             Box::new(
                 Diagnostic::at(
-                    "policy.yaml",
+                    domain.yaml(),
                     format!("this is not valid YAML: {}", e.info()),
                     file,
                     Span::new(at, at + 1),
@@ -69,10 +111,16 @@ enum Open {
     Map(Span, Vec<(Node, Node)>, Option<Node>),
 }
 
-#[derive(Default)]
 struct Builder {
+    domain: Domain,
     stack: Vec<Open>,
     documents: Vec<Node>,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self { domain: Domain::Policy, stack: Vec::new(), documents: Vec::new() }
+    }
 }
 
 impl Builder {
@@ -98,7 +146,7 @@ impl Builder {
             }
             Event::Alias(_) => {
                 return Err(Box::new(
-                    Diagnostic::at("policy.yaml", "YAML aliases are not supported here", file, span)
+                    Diagnostic::at(self.domain.yaml(), "YAML aliases are not supported here", file, span)
                         .with_hint("write the value out in full"),
                 ));
             }
@@ -158,6 +206,7 @@ pub(crate) fn char_positions(file: &SourceFile, node: &Node, value: &str) -> Vec
 pub(crate) struct Fields<'n> {
     entries: &'n [(Node, Node)],
     span: Span,
+    domain: Domain,
 }
 
 impl<'n> Fields<'n> {
@@ -170,10 +219,22 @@ impl<'n> Fields<'n> {
         file: &SourceFile,
         diags: &mut Vec<Diagnostic>,
     ) -> Option<Self> {
+        Self::of_in(Domain::Policy, node, what, known, file, diags)
+    }
+
+    /// [`Fields::of`], with diagnostic codes of `domain`.
+    pub fn of_in(
+        domain: Domain,
+        node: &'n Node,
+        what: &str,
+        known: &[&str],
+        file: &SourceFile,
+        diags: &mut Vec<Diagnostic>,
+    ) -> Option<Self> {
         let NodeKind::Map(entries) = &node.kind else {
             diags.push(
                 Diagnostic::at(
-                    "policy.invalid_value",
+                    domain.invalid_value(),
                     format!("expected {what} as a mapping of keys to values, found {}", node.what()),
                     file,
                     node.span,
@@ -186,7 +247,7 @@ impl<'n> Fields<'n> {
             let name = key.as_str().unwrap_or_default();
             if !known.contains(&name) {
                 let mut d =
-                    Diagnostic::at("policy.unknown_field", format!("{what} has no field `{name}`"), file, key.span);
+                    Diagnostic::at(domain.unknown_field(), format!("{what} has no field `{name}`"), file, key.span);
                 d = match closest(name, known) {
                     Some(near) => d.with_hint(format!("did you mean `{near}`?")),
                     None => d.with_hint(format!("{what} has the keys {}", list(known))),
@@ -194,7 +255,7 @@ impl<'n> Fields<'n> {
                 diags.push(d);
             }
         }
-        Some(Self { entries, span: node.span })
+        Some(Self { entries, span: node.span, domain })
     }
 
     pub fn get(&self, key: &str) -> Option<&'n Node> {
@@ -207,7 +268,7 @@ impl<'n> Fields<'n> {
         if found.is_none() {
             let at = self.entries.first().map_or(self.span, |(k, _)| k.span);
             diags.push(
-                Diagnostic::at("policy.missing_field", format!("{what} has no `{key}`"), file, at)
+                Diagnostic::at(self.domain.missing_field(), format!("{what} has no `{key}`"), file, at)
                     .with_hint(format!("add `{key}:` to {what}")),
             );
         }
@@ -228,7 +289,7 @@ impl<'n> Fields<'n> {
             _ => {
                 diags.push(
                     Diagnostic::at(
-                        "policy.invalid_value",
+                        self.domain.invalid_value(),
                         format!("`{key}` of {what} must be a non-empty string"),
                         file,
                         node.span,

@@ -1,114 +1,114 @@
-//! `agentfw hook HARNESS EVENT`: what the installed harness hooks run.
-//!
-//! The daemon side is complete ([`agentfw_mcp::client`]: the session id on SessionStart,
-//! a person's prompt on UserPromptSubmit, pending messages for this session); the output
-//! here is the shape Claude Code and Codex share (`hookSpecificOutput.additionalContext`,
-//! and `decision: block` on Stop, never twice in a row). Per-harness formats (Cursor,
-//! Gemini) belong with the installer.
-//!
-//! A hook must never break its session: every failure is logged to stderr and the hook
-//! exits 0 with no output.
+//! `agentfw hook HARNESS EVENT`: what the installed hooks run (WK1). The output formats per
+//! harness are in [`crate::hooks`]; the daemon side is the [`Client`] behind [`DaemonBackend`].
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::ExitCode;
 
 use agentfw_mcp::client::Client;
 use agentfw_mcp::home::Home;
 use agentfw_mcp::{clock, render};
-use serde::Deserialize;
+
+use crate::harness::Harness;
+use crate::hooks::{self, BackendError, Event, HookBackend, HookInput, Outcome, Pending};
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// claude, codex, cursor or gemini.
-    harness: String,
-    /// session-start, user-prompt-submit, post-tool-use or stop.
+    /// The harness running the hook.
+    #[arg(value_enum)]
+    harness: Harness,
+    /// The hook event: `session-start`, `user-prompt-submit`, `post-tool-use`, `stop`
+    /// (Claude Code, Codex); `session-start`, `before-agent`, `after-tool`, `after-agent`
+    /// (Gemini CLI); `before-submit-prompt`, `stop` (Cursor). The harness's own names work too.
     event: String,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct HookInput {
-    session_id: Option<String>,
-    prompt: Option<String>,
-    stop_hook_active: bool,
+/// The daemon as hooks see it. The connection is opened on first use: only SessionStart may
+/// start a daemon (the session's MCP server is starting too); other events have nothing to
+/// do without one.
+struct DaemonBackend {
+    home: Home,
+    client: Option<Client>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Event {
-    SessionStart,
-    UserPromptSubmit,
-    PostToolUse,
-    Stop,
+impl DaemonBackend {
+    fn client(&mut self, start: bool) -> Result<&mut Client, BackendError> {
+        let client = match self.client.take() {
+            Some(client) => client,
+            None if start => Client::connect_or_start(&self.home).map_err(fail)?,
+            None => Client::connect(&self.home).map_err(fail)?,
+        };
+        Ok(self.client.insert(client))
+    }
 }
 
-impl Event {
-    fn parse(text: &str) -> Option<Self> {
-        let norm: String = text.chars().filter(char::is_ascii_alphanumeric).collect::<String>().to_ascii_lowercase();
-        match norm.as_str() {
-            "sessionstart" => Some(Event::SessionStart),
-            "userpromptsubmit" | "beforesubmitprompt" | "beforeagent" => Some(Event::UserPromptSubmit),
-            "posttooluse" | "aftertool" | "aftermcpexecution" => Some(Event::PostToolUse),
-            "stop" | "afteragent" => Some(Event::Stop),
-            _ => None,
+fn fail(e: impl std::fmt::Display) -> BackendError {
+    BackendError(e.to_string())
+}
+
+impl HookBackend for DaemonBackend {
+    fn session_started(&mut self, harness: Harness, session: &HookInput) -> Result<(), BackendError> {
+        let client = self.client(true)?;
+        if let Some(id) = &session.session_id {
+            client.session_start(harness.as_str(), id).map_err(fail)?;
         }
+        Ok(())
     }
 
-    fn name(self) -> &'static str {
-        match self {
-            Event::SessionStart => "SessionStart",
-            Event::UserPromptSubmit => "UserPromptSubmit",
-            Event::PostToolUse => "PostToolUse",
-            Event::Stop => "Stop",
-        }
+    fn human_turn(&mut self, harness: Harness, session: &HookInput) -> Result<(), BackendError> {
+        let prompt = session.prompt.as_deref().unwrap_or_default();
+        self.client(false)?.user_prompt(harness.as_str(), session.session_id.as_deref(), prompt).map_err(fail)?;
+        Ok(())
     }
+
+    fn take_pending(&mut self, _harness: Harness, _session: &HookInput) -> Result<Vec<Pending>, BackendError> {
+        let result = self.client(false)?.pending(Some(&clock::token())).map_err(fail)?;
+        let mut pending: Vec<Pending> =
+            result.deliveries.iter().map(|d| Pending { id: d.id.clone(), fenced: d.fenced.clone() }).collect();
+        if !result.refused.is_empty() || !result.notes.is_empty() {
+            // Refusals and thread notes carry no message text; render them as agentfw's own note.
+            let only_notes = agentfw_mcp::proto::InboxResult { deliveries: Vec::new(), ..result };
+            pending.push(Pending { id: "agentfw".to_owned(), fenced: render::inbox(&only_notes) });
+        }
+        Ok(pending)
+    }
+}
+
+fn backend() -> Result<Box<dyn HookBackend>, BackendError> {
+    let home = Home::resolve(None).map_err(fail)?;
+    Ok(Box::new(DaemonBackend { home, client: None }))
 }
 
 pub fn run(args: &Args) -> ExitCode {
-    if let Err(e) = hook(args) {
-        eprintln!("agentfw hook: {e}");
-    }
-    ExitCode::SUCCESS
+    let event = match Event::parse(args.harness, &args.event) {
+        Ok(event) => event,
+        Err(e) => {
+            // A misconfigured hook must not break the harness: say why, change nothing.
+            eprintln!("agentfw hook {}: {e}", args.harness);
+            return ExitCode::SUCCESS;
+        }
+    };
+    let mut stdin = String::new();
+    let outcome = match std::io::stdin().lock().read_to_string(&mut stdin) {
+        Err(e) => hooks::without_backend(args.harness, event, &BackendError(format!("cannot read stdin: {e}"))),
+        Ok(_) => match backend() {
+            Ok(mut backend) => hooks::run(args.harness, event, &stdin, backend.as_mut()),
+            Err(why) => match hooks::HookInput::parse(args.harness, &stdin) {
+                Err(e) => hooks::without_backend(args.harness, event, &BackendError(e.to_string())),
+                Ok(_) => hooks::without_backend(args.harness, event, &why),
+            },
+        },
+    };
+    emit(&outcome)
 }
 
-fn hook(args: &Args) -> Result<(), String> {
-    let event = Event::parse(&args.event).ok_or_else(|| format!("unknown hook event `{}`", args.event))?;
-    let mut raw = Vec::new();
-    std::io::stdin().take(1 << 20).read_to_end(&mut raw).map_err(|e| e.to_string())?;
-    let input: HookInput = if raw.iter().all(u8::is_ascii_whitespace) {
-        HookInput::default()
-    } else {
-        serde_json::from_slice(&raw).map_err(|e| format!("hook input is not JSON: {e}"))?
-    };
-    let home = Home::resolve(None).map_err(|e| e.to_string())?;
-    // Only SessionStart may start the daemon (the session's MCP server is starting too);
-    // the other events have nothing to do without one.
-    let mut client = match event {
-        Event::SessionStart => Client::connect_or_start(&home),
-        _ => Client::connect(&home),
+fn emit(outcome: &Outcome) -> ExitCode {
+    for line in &outcome.stderr {
+        eprintln!("{line}");
     }
-    .map_err(|e| e.to_string())?;
-    match event {
-        Event::SessionStart => {
-            if let Some(id) = &input.session_id {
-                client.session_start(&args.harness, id).map_err(|e| e.to_string())?;
-            }
-        }
-        Event::UserPromptSubmit => {
-            let prompt = input.prompt.as_deref().unwrap_or_default();
-            client.user_prompt(&args.harness, input.session_id.as_deref(), prompt).map_err(|e| e.to_string())?;
-        }
-        Event::Stop if input.stop_hook_active => return Ok(()),
-        Event::PostToolUse | Event::Stop => {}
+    let mut out = std::io::stdout().lock();
+    if !outcome.output.stdout.is_empty() {
+        // A harness that closed the pipe has stopped listening; there is no one to tell.
+        let _ = writeln!(out, "{}", outcome.output.stdout).and_then(|()| out.flush());
     }
-    let pending = client.pending(Some(&clock::token())).map_err(|e| e.to_string())?;
-    if pending.deliveries.is_empty() && pending.refused.is_empty() && pending.notes.is_empty() {
-        return Ok(());
-    }
-    let text = render::inbox(&pending);
-    let output = match event {
-        Event::Stop => serde_json::json!({"decision": "block", "reason": text}),
-        _ => serde_json::json!({"hookSpecificOutput": {"hookEventName": event.name(), "additionalContext": text}}),
-    };
-    println!("{output}");
-    Ok(())
+    ExitCode::from(outcome.output.code)
 }

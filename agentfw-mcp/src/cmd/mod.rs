@@ -6,11 +6,14 @@ pub mod audit;
 pub mod daemon;
 pub mod hook;
 pub mod identity;
+pub mod install;
 pub mod messages;
 pub mod rules;
 pub mod scan;
 pub mod team;
+pub mod trust;
 
+mod files;
 pub(crate) use agentfw_mcp::load;
 
 use std::process::ExitCode;
