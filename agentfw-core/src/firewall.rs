@@ -84,6 +84,15 @@ pub enum MessageError {
     InvalidUtf8 { offset: usize },
 }
 
+impl MessageError {
+    /// A stable code for bindings and logs: `message.invalid_utf8`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            MessageError::InvalidUtf8 { .. } => "message.invalid_utf8",
+        }
+    }
+}
+
 /// A message the firewall accepted on send. The adapter keeps it in the recipient's inbox
 /// (durably: it was accepted, so it must not be lost) and hands it back in
 /// [`Input::Deliver`] when the recipient reads its inbox.

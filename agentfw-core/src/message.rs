@@ -68,6 +68,15 @@ pub enum IdError {
     Malformed(String),
 }
 
+impl IdError {
+    /// A stable code for bindings and logs: `message.bad_id`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IdError::Malformed(_) => "message.bad_id",
+        }
+    }
+}
+
 /// The stable id of one agent session, decided by the identity layer (ID3: agent kind, pid
 /// and process start time), never by anything the model says.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

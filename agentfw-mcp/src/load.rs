@@ -1,10 +1,9 @@
 //! Reading rule and pattern files from disk for the core, which reads none itself.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use agentfw_core::policy::{PolicyError, RuleSet, SourceFile, Sources, pack, patterns};
+use agentfw_core::policy::{FileKind, PolicyError, RuleSet, SourceFile, Sources, pack};
 
 /// Why rules could not be loaded.
 #[derive(Debug)]
@@ -51,17 +50,11 @@ impl Files {
             for file in found {
                 let text = std::fs::read_to_string(&file).map_err(|e| LoadError::Read(file.clone(), e))?;
                 let source = SourceFile::new(file.display().to_string(), text);
-                if has_top_key(&source.text, &["cases"]) {
-                    files.cases.push(source);
-                } else if has_top_key(&source.text, &["patterns"]) {
-                    files.patterns.push(source);
-                } else if has_top_key(
-                    &source.text,
-                    &["exact", "contains", "sequences", "prefixes", "suffixes", "regexes"],
-                ) {
-                    files.placeholders.push(source);
-                } else {
-                    files.rules.push(source);
+                match FileKind::of(&source.text) {
+                    FileKind::Cases => files.cases.push(source),
+                    FileKind::Patterns => files.patterns.push(source),
+                    FileKind::Placeholders => files.placeholders.push(source),
+                    FileKind::Rules => files.rules.push(source),
                 }
             }
         }
@@ -72,12 +65,7 @@ impl Files {
     /// pattern file named like a built-in set replaces it), and these placeholder lists or
     /// else the built-in one.
     pub fn compile(self) -> Result<RuleSet, LoadError> {
-        let mut sets: BTreeMap<String, SourceFile> = BTreeMap::new();
-        for file in pack::pattern_files().into_iter().chain(self.patterns) {
-            sets.insert(patterns::set_name(&file.name), file);
-        }
-        let placeholders = if self.placeholders.is_empty() { pack::placeholder_files() } else { self.placeholders };
-        let sources = Sources { rules: self.rules, patterns: sets.into_values().collect(), placeholders };
+        let sources = Sources::over_default_pack(self.rules.into_iter().chain(self.patterns).chain(self.placeholders));
         RuleSet::compile(&sources).map_err(LoadError::Policy)
     }
 
@@ -90,10 +78,6 @@ impl Files {
         self.rules = rules;
         self.compile()
     }
-}
-
-fn has_top_key(text: &str, keys: &[&str]) -> bool {
-    text.lines().any(|l| keys.iter().any(|k| l.strip_prefix(k).is_some_and(|rest| rest.starts_with(':'))))
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {

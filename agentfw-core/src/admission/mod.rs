@@ -62,6 +62,22 @@ pub enum AdmissionError {
     ScannerReport(String),
 }
 
+impl AdmissionError {
+    /// A stable code for bindings and logs, e.g. `admission.inventory`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AdmissionError::Inventory(_) => "admission.inventory",
+            AdmissionError::Score(_) => "admission.score",
+            AdmissionError::Threshold(_) => "admission.threshold",
+            AdmissionError::Level(_) => "admission.level",
+            AdmissionError::Mode(_) => "admission.mode",
+            AdmissionError::ComponentId { .. } => "admission.component_id",
+            AdmissionError::HarnessConfig { .. } => "admission.harness_config",
+            AdmissionError::ScannerReport(_) => "admission.scanner_report",
+        }
+    }
+}
+
 /// A risk score from 0 to 10, kept in hundredths so that `score >= threshold` is exact.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Score(u16);

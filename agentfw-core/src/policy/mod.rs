@@ -190,6 +190,14 @@ fn count(n: usize) -> String {
 }
 
 impl PolicyError {
+    /// A stable code for bindings and logs: `policy.invalid`. Each diagnostic carries its
+    /// own code too (`policy.unknown_variable`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            PolicyError::Invalid(_) => "policy.invalid",
+        }
+    }
+
     pub fn diagnostics(&self) -> &Diagnostics {
         match self {
             PolicyError::Invalid(d) => d,
@@ -213,6 +221,59 @@ impl Sources {
     /// The files of the default pack, embedded in this crate.
     pub fn default_pack() -> Self {
         Self { rules: pack::rule_files(), patterns: pack::pattern_files(), placeholders: pack::placeholder_files() }
+    }
+
+    /// A user's files, sorted by [`FileKind`], with the default pack's pattern sets beneath
+    /// them: the rules are exactly these files' rules; a pattern file named like a
+    /// built-in set replaces it; these placeholder lists replace the built-in one if there
+    /// are any. Cases files are left out (see [`cases`]). This is how `agentfw scan
+    /// --rules`, `agentfw rules` and the bindings load rules from files.
+    pub fn over_default_pack(files: impl IntoIterator<Item = SourceFile>) -> Self {
+        let mut sets: std::collections::BTreeMap<String, SourceFile> =
+            pack::pattern_files().into_iter().map(|f| (patterns::set_name(&f.name), f)).collect();
+        let (mut rules, mut placeholders) = (Vec::new(), Vec::new());
+        for file in files {
+            match FileKind::of(&file.text) {
+                FileKind::Rules => rules.push(file),
+                FileKind::Patterns => {
+                    sets.insert(patterns::set_name(&file.name), file);
+                }
+                FileKind::Placeholders => placeholders.push(file),
+                FileKind::Cases => {}
+            }
+        }
+        if placeholders.is_empty() {
+            placeholders = pack::placeholder_files();
+        }
+        Self { rules, patterns: sets.into_values().collect(), placeholders }
+    }
+}
+
+/// What a policy file holds, told by its top-level keys: `cases:` a cases file,
+/// `patterns:` a pattern file, `exact:`, `contains:`, `sequences:`, `prefixes:`,
+/// `suffixes:` or `regexes:` a placeholder list, and anything else rules.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    Rules,
+    Patterns,
+    Placeholders,
+    Cases,
+}
+
+impl FileKind {
+    pub fn of(text: &str) -> Self {
+        let has = |keys: &[&str]| {
+            text.lines().any(|l| keys.iter().any(|k| l.strip_prefix(k).is_some_and(|rest| rest.starts_with(':'))))
+        };
+        if has(&["cases"]) {
+            FileKind::Cases
+        } else if has(&["patterns"]) {
+            FileKind::Patterns
+        } else if has(&["exact", "contains", "sequences", "prefixes", "suffixes", "regexes"]) {
+            FileKind::Placeholders
+        } else {
+            FileKind::Rules
+        }
     }
 }
 

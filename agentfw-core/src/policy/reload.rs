@@ -14,7 +14,12 @@ pub struct Reloadable {
 
 impl Reloadable {
     pub fn new(rules: RuleSet) -> Self {
-        Self { current: RwLock::new(Arc::new(rules)) }
+        Self::shared(Arc::new(rules))
+    }
+
+    /// A reloadable set starting from a rule set that is shared elsewhere too.
+    pub fn shared(rules: Arc<RuleSet>) -> Self {
+        Self { current: RwLock::new(rules) }
     }
 
     /// The rule set in force.
@@ -33,8 +38,13 @@ impl Reloadable {
 
     /// Puts an already compiled set in force.
     pub fn replace(&self, rules: RuleSet) {
+        self.replace_shared(Arc::new(rules));
+    }
+
+    /// Puts a compiled set that is shared elsewhere too in force.
+    pub fn replace_shared(&self, rules: Arc<RuleSet>) {
         let mut guard = self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *guard = Arc::new(rules);
+        *guard = rules;
     }
 }
 

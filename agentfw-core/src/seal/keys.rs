@@ -730,3 +730,28 @@ pub enum KeyError {
     #[error("device `{0}` is already in the keyring")]
     AlreadyKnown(DeviceId),
 }
+
+impl KeyError {
+    /// A stable code for bindings and logs, e.g. `keys.not_a_bundle`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            KeyError::NotUtf8 => "keys.not_utf8",
+            KeyError::NotAKeyFile => "keys.not_a_key_file",
+            KeyError::UnsupportedVersion(_) => "keys.unsupported_version",
+            KeyError::BadLine(_) => "keys.bad_line",
+            KeyError::UnknownField(_) => "keys.unknown_field",
+            KeyError::DuplicateField(_) => "keys.duplicate_field",
+            KeyError::MissingField(_) => "keys.missing_field",
+            KeyError::BadField(_) => "keys.bad_field",
+            KeyError::NotABundle => "keys.not_a_bundle",
+            KeyError::NotARotation => "keys.not_a_rotation",
+            KeyError::BadKey(_) => "keys.bad_key",
+            KeyError::BadDeviceId(_) => "keys.bad_device_id",
+            KeyError::DeviceMismatch { .. } => "keys.device_mismatch",
+            KeyError::BadRotationSignature => "keys.bad_rotation_signature",
+            KeyError::UnknownDevice(_) => "keys.unknown_device",
+            KeyError::Retired(_) => "keys.retired",
+            KeyError::AlreadyKnown(_) => "keys.already_known",
+        }
+    }
+}

@@ -1,0 +1,424 @@
+//! The firewall state machine and the message types it passes around.
+
+use agentfw_core::firewall::{
+    self as core, Accepted, AdminAction, Config, Firewall as CoreFirewall, Input, Outgoing, State,
+};
+use agentfw_core::message::{self, AgentId, MessageId, ThreadId};
+use agentfw_core::provenance;
+use agentfw_core::time::Timestamp;
+use napi::bindgen_prelude::{Buffer, ClassInstance, Either};
+use napi_derive::napi;
+use rand_chacha::ChaCha20Rng;
+use serde_json::Value;
+
+use crate::convert::{at, bytes, ms, rng, stage_name, to_js};
+use crate::errors::{Failure, Result, guard};
+use crate::policy::{Policy, Reloadable, rules_of};
+use crate::text::Fenced;
+
+/// One agent session: its id (from the identity layer), harness kind, project and machine.
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Agent {
+    pub id: String,
+    pub kind: String,
+    pub project: String,
+    pub machine: Option<String>,
+}
+
+impl Agent {
+    fn core(&self) -> message::Agent {
+        message::Agent {
+            id: AgentId::new(self.id.clone()),
+            kind: self.kind.clone(),
+            project: self.project.clone(),
+            machine: self.machine.clone().unwrap_or_default(),
+        }
+    }
+}
+
+impl From<&message::Agent> for Agent {
+    fn from(a: &message::Agent) -> Self {
+        Agent {
+            id: a.id.to_string(),
+            kind: a.kind.clone(),
+            project: a.project.clone(),
+            machine: Some(a.machine.clone()),
+        }
+    }
+}
+
+/// `<project> (<kind>)`, e.g. `web (claude)`.
+#[napi]
+pub fn label(agent: Agent) -> String {
+    agent.core().label()
+}
+
+/// One agent on a message's path.
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Hop {
+    pub agent: String,
+    pub label: String,
+}
+
+/// Where a message's text came from (PV2).
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Provenance {
+    pub origin: Hop,
+    pub path: Vec<Hop>,
+    pub hops: u32,
+    /// `web (claude) -> api (codex)`; informational, not read back.
+    pub display_path: Option<String>,
+}
+
+/// A message the firewall accepted: keep it in the recipient's inbox (it is plain data,
+/// safe to store as JSON) and hand it to `Firewall.deliver` when the recipient reads.
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Message {
+    pub id: String,
+    pub from: Agent,
+    pub to: Agent,
+    pub body: String,
+    pub thread: String,
+    pub thread_turns: u32,
+    pub reply_to: Option<String>,
+    pub provenance: Provenance,
+    pub turn: u32,
+    pub sent_at: i64,
+}
+
+impl From<&Accepted> for Message {
+    fn from(m: &Accepted) -> Self {
+        let hop = |h: &message::Hop| Hop { agent: h.agent.to_string(), label: h.label.clone() };
+        Message {
+            id: m.id.to_string(),
+            from: (&m.from).into(),
+            to: (&m.to).into(),
+            body: m.body.clone(),
+            thread: m.thread.to_string(),
+            thread_turns: m.thread_turns,
+            reply_to: m.reply_to.map(|id| id.to_string()),
+            provenance: Provenance {
+                origin: hop(&m.provenance.origin),
+                path: m.provenance.path.iter().map(hop).collect(),
+                hops: m.provenance.hops,
+                display_path: Some(m.provenance.display_path()),
+            },
+            turn: m.turn,
+            sent_at: ms(m.sent_at),
+        }
+    }
+}
+
+impl Message {
+    fn core(&self) -> std::result::Result<Accepted, Failure> {
+        let hop = |h: &Hop| message::Hop { agent: AgentId::new(h.agent.clone()), label: h.label.clone() };
+        Ok(Accepted {
+            id: self.id.parse()?,
+            from: self.from.core(),
+            to: self.to.core(),
+            body: self.body.clone(),
+            thread: self.thread.parse::<ThreadId>()?,
+            thread_turns: self.thread_turns,
+            reply_to: self.reply_to.as_deref().map(str::parse).transpose()?,
+            provenance: provenance::Provenance {
+                origin: hop(&self.provenance.origin),
+                path: self.provenance.path.iter().map(hop).collect(),
+                hops: self.provenance.hops,
+            },
+            turn: self.turn,
+            sent_at: Timestamp::from_millis(u64::try_from(self.sent_at).unwrap_or(0)),
+        })
+    }
+}
+
+/// Why a message was refused, held or warned about.
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Reason {
+    /// A stable code: `rule`, `containment.quarantined`, `limit.fan_out`, …
+    pub code: String,
+    pub rule: Option<String>,
+    pub text: String,
+}
+
+impl From<&core::Reason> for Reason {
+    fn from(r: &core::Reason) -> Self {
+        Reason { code: r.code.clone(), rule: r.rule.clone(), text: r.text.clone() }
+    }
+}
+
+/// A refused message, the reason, and the text to show the sender (PR5, LM6).
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Refusal {
+    pub id: String,
+    pub stage: String,
+    pub reason: Reason,
+    pub message: String,
+}
+
+/// The firewall's answer to one input. `kind` is `accepted`, `delivered`, `held`,
+/// `refused` or `done`; the other fields are set where that kind has them.
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Output {
+    pub kind: String,
+    pub message: Option<Message>,
+    pub fenced: Option<Fenced>,
+    pub warnings: Vec<Reason>,
+    pub until: Option<i64>,
+    pub reason: Option<Reason>,
+    pub refusal: Option<Refusal>,
+}
+
+impl From<core::Output> for Output {
+    fn from(out: core::Output) -> Self {
+        let empty = |kind: &str| Output {
+            kind: kind.to_owned(),
+            message: None,
+            fenced: None,
+            warnings: Vec::new(),
+            until: None,
+            reason: None,
+            refusal: None,
+        };
+        let warn = |w: &[core::Reason]| w.iter().map(Reason::from).collect();
+        match out {
+            core::Output::Accepted { message, warnings } => {
+                Output { warnings: warn(&warnings), message: Some((&message).into()), ..empty("accepted") }
+            }
+            core::Output::Delivered { delivery, warnings } => Output {
+                warnings: warn(&warnings),
+                fenced: Some(delivery.fenced.into()),
+                message: Some((&delivery.message).into()),
+                ..empty("delivered")
+            },
+            core::Output::Held { message, until, reason } => Output {
+                until: Some(ms(until)),
+                reason: Some((&reason).into()),
+                message: Some((&message).into()),
+                ..empty("held")
+            },
+            core::Output::Refused(refusal) => Output {
+                reason: Some((&refusal.reason).into()),
+                refusal: Some(Refusal {
+                    id: refusal.id.to_string(),
+                    stage: stage_name(refusal.stage),
+                    reason: (&refusal.reason).into(),
+                    message: refusal.message(),
+                }),
+                ..empty("refused")
+            },
+            core::Output::Done => empty("done"),
+        }
+    }
+}
+
+/// Options of a new or restored firewall: rules (default: the default pack) and a seed
+/// for tests (default: randomness from the OS).
+#[napi(object)]
+pub struct FirewallOptions<'a> {
+    pub rules: Option<Either<ClassInstance<'a, Policy>, ClassInstance<'a, Reloadable>>>,
+    pub seed: Option<i64>,
+}
+
+/// Options of `send`.
+#[napi(object)]
+pub struct SendOptions {
+    /// The id of the message this one answers.
+    pub reply_to: Option<String>,
+    pub now: Option<i64>,
+}
+
+fn rules_option(
+    options: &Option<FirewallOptions<'_>>,
+) -> std::result::Result<std::sync::Arc<dyn agentfw_core::policy::Rules>, Failure> {
+    rules_of(match options.as_ref().and_then(|o| o.rules.as_ref()) {
+        None => None,
+        Some(Either::A(p)) => Some(Either::A(&**p)),
+        Some(Either::B(r)) => Some(Either::B(&**r)),
+    })
+}
+
+fn config_of(overrides: Option<Value>) -> std::result::Result<Config, Failure> {
+    let Some(overrides) = overrides.filter(|o| !o.is_null()) else {
+        return Ok(Config::default());
+    };
+    let mut base = serde_json::to_value(Config::default()).map_err(|e| Failure::Input(e.to_string()))?;
+    merge(&mut base, overrides);
+    serde_json::from_value(base).map_err(|e| Failure::Input(format!("bad firewall config: {e}")))
+}
+
+fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) => merge(slot, v),
+                    None => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// An admin action from JavaScript: a text id given as a string (as events give it) is
+/// read back as the number the core uses.
+fn admin_action(mut action: Value) -> std::result::Result<AdminAction, Failure> {
+    if let Some(text) = action.get_mut("text")
+        && let Some(n) = text.as_str().and_then(|s| s.parse::<u64>().ok())
+    {
+        *text = Value::from(n);
+    }
+    serde_json::from_value(action).map_err(|e| Failure::Input(format!("not an admin action: {e}")))
+}
+
+/// The firewall state machine. Time defaults to the wall clock (pass `now`, in ms since
+/// the epoch, to drive it yourself); randomness comes from the OS unless `seed` is given.
+#[napi]
+pub struct Firewall {
+    inner: CoreFirewall,
+    rng: ChaCha20Rng,
+}
+
+#[napi]
+impl Firewall {
+    /// `config` overrides the defaults key by key (the core's `Config` in JSON form, e.g.
+    /// `{max_message_bytes: 1024, admission: {mode: 'enforce'}}`).
+    #[napi(constructor)]
+    pub fn new(config: Option<Value>, options: Option<FirewallOptions>) -> Result<Self> {
+        guard(|| {
+            let mut inner = CoreFirewall::new(config_of(config)?);
+            inner.set_rules(rules_option(&options)?);
+            Ok(Firewall { inner, rng: rng(options.as_ref().and_then(|o| o.seed))? })
+        })
+    }
+
+    /// A firewall continuing from a snapshot (JSON text or a Buffer). Rules are not state:
+    /// pass them again.
+    #[napi(factory)]
+    pub fn restore(snapshot: Either<String, Buffer>, options: Option<FirewallOptions>) -> Result<Self> {
+        guard(|| {
+            let state: State = serde_json::from_slice(&bytes(snapshot))
+                .map_err(|e| Failure::Snapshot(format!("not a firewall snapshot: {e}")))?;
+            let mut inner = CoreFirewall::restore(state);
+            inner.set_rules(rules_option(&options)?);
+            Ok(Firewall { inner, rng: rng(options.as_ref().and_then(|o| o.seed))? })
+        })
+    }
+
+    /// The whole state, pending events included, as UTF-8 JSON in a Buffer.
+    #[napi]
+    pub fn snapshot(&self) -> Buffer {
+        serde_json::to_vec(&self.inner.snapshot()).unwrap_or_default().into()
+    }
+
+    /// The whole state as JSON text.
+    #[napi]
+    pub fn snapshot_json(&self) -> String {
+        serde_json::to_string(&self.inner.snapshot()).unwrap_or_default()
+    }
+
+    /// Judge content with these rules from now on (none: the default pack).
+    #[napi]
+    pub fn set_rules(&mut self, rules: Option<Either<&Policy, &Reloadable>>) -> Result<()> {
+        let rules = guard(|| rules_of(rules))?;
+        self.inner.set_rules(rules);
+        Ok(())
+    }
+
+    /// Judge a message `from` wants to send to `to`.
+    #[napi]
+    pub fn send(
+        &mut self,
+        from: Agent,
+        to: Agent,
+        body: Either<String, Buffer>,
+        options: Option<SendOptions>,
+    ) -> Result<Output> {
+        guard(|| {
+            let (reply_to, now) = options.map_or((None, None), |o| (o.reply_to, o.now));
+            let reply_to = reply_to.as_deref().map(str::parse::<MessageId>).transpose()?;
+            let outgoing = match body {
+                Either::A(body) => Outgoing { from: from.core(), to: to.core(), body, reply_to },
+                Either::B(buffer) => Outgoing::from_bytes(from.core(), to.core(), &buffer, reply_to)?,
+            };
+            Ok(self.inner.handle(at(now), &mut self.rng, Input::Send(outgoing)).into())
+        })
+    }
+
+    /// Judge an accepted message again as its recipient reads it, and fence it.
+    #[napi]
+    pub fn deliver(&mut self, message: Message, now: Option<i64>) -> Result<Output> {
+        guard(|| {
+            let message = message.core()?;
+            Ok(self.inner.handle(at(now), &mut self.rng, Input::Deliver(message)).into())
+        })
+    }
+
+    /// A person spoke in this agent's session: its turn fuse resets (LM2).
+    #[napi]
+    pub fn human_turn(&mut self, agent: String, now: Option<i64>) -> Result<()> {
+        guard(|| {
+            let _ = self.inner.handle(at(now), &mut self.rng, Input::HumanTurn(AgentId::new(agent)));
+            Ok(())
+        })
+    }
+
+    /// An admin action in the core's JSON form, e.g.
+    /// `{action: 'lift_quarantine', agent: 'codex:api'}`.
+    #[napi]
+    pub fn admin(&mut self, action: Value, now: Option<i64>) -> Result<()> {
+        guard(|| {
+            let action = admin_action(action)?;
+            let _ = self.inner.handle(at(now), &mut self.rng, Input::Admin(action));
+            Ok(())
+        })
+    }
+
+    /// Expire what is due (call at `pollTimeout()`).
+    #[napi]
+    pub fn timeout(&mut self, now: Option<i64>) -> Result<()> {
+        guard(|| {
+            let _ = self.inner.handle(at(now), &mut self.rng, Input::Timeout);
+            Ok(())
+        })
+    }
+
+    /// When `timeout` next has something to expire, in ms since the epoch.
+    #[napi]
+    pub fn poll_timeout(&self) -> Option<i64> {
+        self.inner.poll_timeout().map(ms)
+    }
+
+    /// The next event (the core's JSON form, e.g. `{event: 'decision', ...}`), or null.
+    #[napi]
+    pub fn poll_event(&mut self) -> Option<Value> {
+        self.inner.poll_event().map(|e| to_js(&e))
+    }
+
+    /// Every pending event, oldest first (drains them).
+    #[napi]
+    pub fn events(&mut self) -> Vec<Value> {
+        std::iter::from_fn(|| self.inner.poll_event()).map(|e| to_js(&e)).collect()
+    }
+
+    /// The live quarantine of `agent` (`{until, message, reason}`), or null.
+    #[napi]
+    pub fn quarantine_of(&self, agent: String, now: Option<i64>) -> Option<Value> {
+        self.inner.quarantine_of(at(now), &AgentId::new(agent)).map(to_js)
+    }
+
+    /// The configuration in force, in the core's JSON form.
+    #[napi(getter)]
+    pub fn config(&self) -> Value {
+        to_js(self.inner.config())
+    }
+}

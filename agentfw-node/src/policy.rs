@@ -1,0 +1,397 @@
+//! Rule sets, diagnostics, verdicts, explanations and `scan` (PR1–PR8).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use agentfw_core::policy::{
+    self as core, Explanation as CoreExplanation, Outcome, PolicyError, RuleSet, RuleVerdict, Rules, Scanner,
+    SourceFile, Sources, cases,
+};
+use napi::bindgen_prelude::{ClassInstance, Either};
+use napi_derive::napi;
+
+use crate::convert::{at, count, stage, stage_name};
+use crate::errors::{Failure, Result, guard};
+
+/// A verdict on a text: `allow` or `deny`, with the rule that decided and its reason.
+#[napi(object)]
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub verdict: String,
+    pub rule: Option<String>,
+    pub reason: Option<String>,
+}
+
+impl From<RuleVerdict> for Verdict {
+    fn from(v: RuleVerdict) -> Self {
+        match v {
+            RuleVerdict::Allow => Verdict { verdict: "allow".to_owned(), rule: None, reason: None },
+            RuleVerdict::Deny { rule, reason } => {
+                Verdict { verdict: "deny".to_owned(), rule: Some(rule), reason: Some(reason) }
+            }
+        }
+    }
+}
+
+/// What one rule made of one text.
+#[napi(object)]
+pub struct RuleOutcome {
+    pub rule: String,
+    pub verdict: String,
+    /// `matched`, `not_matched` or `failed`.
+    pub result: String,
+    pub error: Option<String>,
+}
+
+/// A verdict and why (PR6).
+#[napi(object)]
+pub struct Explanation {
+    pub verdict: Verdict,
+    pub decided_by: Option<String>,
+    pub failed: bool,
+    pub outcomes: Vec<RuleOutcome>,
+}
+
+impl From<CoreExplanation> for Explanation {
+    fn from(e: CoreExplanation) -> Self {
+        let outcomes = e
+            .outcomes
+            .into_iter()
+            .map(|o| {
+                let (result, error) = match o.result {
+                    Outcome::Matched => ("matched", None),
+                    Outcome::NotMatched => ("not_matched", None),
+                    Outcome::Failed(why) => ("failed", Some(why)),
+                };
+                RuleOutcome { rule: o.rule, verdict: o.verdict.as_str().to_owned(), result: result.to_owned(), error }
+            })
+            .collect();
+        Explanation { verdict: e.verdict.into(), decided_by: e.decided_by, failed: e.failed, outcomes }
+    }
+}
+
+/// A loaded rule.
+#[napi(object)]
+pub struct RuleInfo {
+    pub id: String,
+    pub on: Vec<String>,
+    pub when: String,
+    pub verdict: String,
+    pub reason: String,
+    pub description: Option<String>,
+    pub file: String,
+    pub line: u32,
+}
+
+/// One problem in a rule, pattern or case file.
+#[napi(object)]
+pub struct Diagnostic {
+    pub code: String,
+    pub message: String,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub width: u32,
+    pub source_line: String,
+    pub hint: Option<String>,
+    /// The diagnostic rendered with a caret under the offending text.
+    pub rendered: String,
+}
+
+impl From<&core::Diagnostic> for Diagnostic {
+    fn from(d: &core::Diagnostic) -> Self {
+        Diagnostic {
+            code: d.code.to_owned(),
+            message: d.message.clone(),
+            file: d.file.clone(),
+            line: count(d.line),
+            column: count(d.column),
+            width: count(d.width),
+            source_line: d.source_line.clone(),
+            hint: d.hint.clone(),
+            rendered: d.to_string(),
+        }
+    }
+}
+
+/// One expected-verdict case and what the rules made of it.
+#[napi(object)]
+pub struct CaseResult {
+    pub note: String,
+    pub text: String,
+    pub hops: u32,
+    pub on: String,
+    pub want: String,
+    pub rule: Option<String>,
+    pub file: String,
+    pub line: u32,
+    pub got: Verdict,
+    pub passed: bool,
+}
+
+/// How to judge a text: hops travelled (default 1), stage (default `sending`), time.
+#[napi(object)]
+pub struct JudgeOptions {
+    pub hops: Option<u32>,
+    pub on: Option<String>,
+    pub now: Option<i64>,
+}
+
+/// `scan` options: as `JudgeOptions`, plus the rules (default: the default pack).
+#[napi(object)]
+pub struct ScanOptions<'a> {
+    pub hops: Option<u32>,
+    pub on: Option<String>,
+    pub now: Option<i64>,
+    pub rules: Option<Either<ClassInstance<'a, Policy>, ClassInstance<'a, Reloadable>>>,
+}
+
+/// A file given by name and text.
+#[napi(object)]
+pub struct NamedText {
+    pub name: String,
+    pub text: String,
+}
+
+fn default_pack() -> std::result::Result<Arc<RuleSet>, Failure> {
+    static PACK: OnceLock<std::result::Result<Arc<RuleSet>, PolicyError>> = OnceLock::new();
+    PACK.get_or_init(|| RuleSet::default_pack().map(Arc::new)).clone().map_err(Failure::from)
+}
+
+/// The rules an option names, or the default pack.
+pub fn rules_of(rules: Option<Either<&Policy, &Reloadable>>) -> std::result::Result<Arc<dyn Rules>, Failure> {
+    Ok(match rules {
+        None => default_pack()?,
+        Some(Either::A(p)) => Arc::clone(&p.rules) as Arc<dyn Rules>,
+        Some(Either::B(r)) => Arc::clone(&r.inner) as Arc<dyn Rules>,
+    })
+}
+
+pub fn read_files(paths: &[PathBuf]) -> std::result::Result<Vec<SourceFile>, Failure> {
+    fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::result::Result<(), Failure> {
+        let io = |e: std::io::Error| Failure::Io(format!("cannot read `{}`: {e}", path.display()));
+        if !std::fs::metadata(path).map_err(io)?.is_dir() {
+            out.push(path.to_owned());
+            return Ok(());
+        }
+        let mut entries: Vec<PathBuf> =
+            std::fs::read_dir(path).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        entries.sort();
+        for entry in entries {
+            if entry.is_dir() {
+                collect(&entry, out)?;
+            } else if entry.extension().is_some_and(|x| x == "yaml" || x == "yml") {
+                out.push(entry);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    for path in paths {
+        let mut found = Vec::new();
+        collect(path, &mut found)?;
+        if found.is_empty() {
+            return Err(Failure::Io(format!("`{}` holds no `.yaml` or `.yml` files", path.display())));
+        }
+        for file in found {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| Failure::Io(format!("cannot read `{}`: {e}", file.display())))?;
+            files.push(SourceFile::new(file.display().to_string(), text));
+        }
+    }
+    Ok(files)
+}
+
+fn files(list: Option<Vec<NamedText>>) -> Vec<SourceFile> {
+    list.unwrap_or_default().into_iter().map(|f| SourceFile::new(f.name, f.text)).collect()
+}
+
+fn compile(sources: &Sources) -> Result<Policy> {
+    guard(|| Ok(Policy { rules: Arc::new(RuleSet::compile(sources)?) }))
+}
+
+fn judge(rules: Arc<dyn Rules>, text: &str, options: Option<JudgeOptions>) -> Result<Verdict> {
+    guard(|| {
+        let (hops, on, now) = options.map_or((None, None, None), |o| (o.hops, o.on, o.now));
+        let stage = stage(on.as_deref())?;
+        Ok(Scanner::new(rules).judge(text, stage, hops.unwrap_or(1), at(now)).into())
+    })
+}
+
+/// A compiled rule set: the default pack, or rules from text or files.
+#[napi]
+pub struct Policy {
+    pub(crate) rules: Arc<RuleSet>,
+}
+
+#[napi]
+impl Policy {
+    /// The rule pack agentfw ships (PR4).
+    #[napi(factory, js_name = "default")]
+    pub fn default_pack() -> Result<Self> {
+        guard(|| Ok(Policy { rules: default_pack()? }))
+    }
+
+    /// One rule file's text, over the default pack's pattern sets.
+    #[napi(factory)]
+    pub fn from_text(text: String, name: Option<String>) -> Result<Self> {
+        compile(&Sources::over_default_pack([SourceFile::new(name.unwrap_or_else(|| "rules.yaml".to_owned()), text)]))
+    }
+
+    /// Rule, pattern and placeholder files (or folders of them), over the default pack's
+    /// pattern sets, as `agentfw scan --rules` reads them.
+    #[napi(factory)]
+    pub fn from_files(paths: Vec<String>) -> Result<Self> {
+        let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
+        let sources = guard(|| Ok(Sources::over_default_pack(read_files(&paths)?)))?;
+        compile(&sources)
+    }
+
+    /// Exactly these files: nothing from the default pack.
+    #[napi(factory)]
+    pub fn compile(
+        rules: Vec<NamedText>,
+        patterns: Option<Vec<NamedText>>,
+        placeholders: Option<Vec<NamedText>>,
+    ) -> Result<Self> {
+        compile(&Sources { rules: files(Some(rules)), patterns: files(patterns), placeholders: files(placeholders) })
+    }
+
+    /// The diagnostics of rule text that does not compile (empty if it compiles): file,
+    /// line, column, a stable code and a rendering with a caret.
+    #[napi]
+    pub fn check(text: String, name: Option<String>) -> Vec<Diagnostic> {
+        let sources =
+            Sources::over_default_pack([SourceFile::new(name.unwrap_or_else(|| "rules.yaml".to_owned()), text)]);
+        match RuleSet::compile(&sources) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.diagnostics().iter().map(Diagnostic::from).collect(),
+        }
+    }
+
+    /// The verdict on `text` as a message that travelled `hops` hops.
+    #[napi]
+    pub fn evaluate(&self, text: String, options: Option<JudgeOptions>) -> Result<Verdict> {
+        judge(Arc::clone(&self.rules) as Arc<dyn Rules>, &text, options)
+    }
+
+    /// The verdict with every rule's outcome (PR6).
+    #[napi]
+    pub fn explain(&self, text: String, options: Option<JudgeOptions>) -> Result<Explanation> {
+        guard(|| {
+            let (hops, on, now) = options.map_or((None, None, None), |o| (o.hops, o.on, o.now));
+            let scanner = Scanner::new(Arc::clone(&self.rules) as Arc<dyn Rules>);
+            Ok(scanner.explain(&text, stage(on.as_deref())?, hops.unwrap_or(1), at(now)).into())
+        })
+    }
+
+    /// Runs a cases file (`cases: [{note, input, want}]`) against these rules.
+    #[napi]
+    pub fn test(&self, text: String, name: Option<String>, now: Option<i64>) -> Result<Vec<CaseResult>> {
+        guard(|| {
+            let list = cases::read(&SourceFile::new(name.unwrap_or_else(|| "cases.yaml".to_owned()), text))?;
+            let scanner = Scanner::new(Arc::clone(&self.rules) as Arc<dyn Rules>);
+            Ok(cases::run(&scanner, &list, at(now))
+                .into_iter()
+                .map(|r| {
+                    let passed = r.passed();
+                    let c = r.case;
+                    CaseResult {
+                        note: c.note,
+                        text: c.text,
+                        hops: c.hops,
+                        on: stage_name(c.stage),
+                        want: c.want.as_str().to_owned(),
+                        rule: c.rule,
+                        file: c.file,
+                        line: count(c.line),
+                        got: r.got.into(),
+                        passed,
+                    }
+                })
+                .collect())
+        })
+    }
+
+    /// The loaded rules, in load order.
+    #[napi(getter)]
+    pub fn rules(&self) -> Vec<RuleInfo> {
+        self.rules
+            .rules()
+            .map(|r| RuleInfo {
+                id: r.id.clone(),
+                on: r.on.iter().map(|s| stage_name(*s)).collect(),
+                when: r.when.clone(),
+                verdict: r.verdict.as_str().to_owned(),
+                reason: r.reason.clone(),
+                description: r.description.clone(),
+                file: r.file.clone(),
+                line: count(r.line),
+            })
+            .collect()
+    }
+
+    /// The names of the pattern sets the rules can use.
+    #[napi(getter)]
+    pub fn pattern_sets(&self) -> Vec<String> {
+        self.rules.patterns().names().map(str::to_owned).collect()
+    }
+}
+
+/// Rules that can be replaced while in use; a reload that does not compile keeps the last
+/// good set in force (PR7).
+#[napi]
+pub struct Reloadable {
+    pub(crate) inner: Arc<core::Reloadable>,
+}
+
+#[napi]
+impl Reloadable {
+    #[napi(constructor)]
+    pub fn new(policy: &Policy) -> Self {
+        Reloadable { inner: Arc::new(core::Reloadable::shared(Arc::clone(&policy.rules))) }
+    }
+
+    /// The rule set in force.
+    #[napi(getter)]
+    pub fn current(&self) -> Policy {
+        Policy { rules: self.inner.current() }
+    }
+
+    /// Compiles a rule file's text and puts it in force; on error nothing changes.
+    #[napi]
+    pub fn reload_text(&self, text: String, name: Option<String>) -> Result<()> {
+        let name = name.unwrap_or_else(|| "rules.yaml".to_owned());
+        guard(|| Ok(self.inner.reload(&Sources::over_default_pack([SourceFile::new(name, text)]))?))
+    }
+
+    /// Reads and compiles files and puts them in force; on error nothing changes.
+    #[napi]
+    pub fn reload_files(&self, paths: Vec<String>) -> Result<()> {
+        let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
+        guard(|| Ok(self.inner.reload(&Sources::over_default_pack(read_files(&paths)?))?))
+    }
+
+    /// Puts an already compiled policy in force.
+    #[napi]
+    pub fn replace(&self, policy: &Policy) {
+        self.inner.replace_shared(Arc::clone(&policy.rules));
+    }
+}
+
+/// Judges `text` with the rule engine as a message that travelled `hops` hops (PR8).
+#[napi]
+pub fn scan(text: String, options: Option<ScanOptions>) -> Result<Verdict> {
+    let (judge_options, rules) = match options {
+        None => (None, None),
+        Some(o) => (Some(JudgeOptions { hops: o.hops, on: o.on, now: o.now }), o.rules),
+    };
+    let rules = guard(|| {
+        rules_of(match &rules {
+            None => None,
+            Some(Either::A(p)) => Some(Either::A(&**p)),
+            Some(Either::B(r)) => Some(Either::B(&**r)),
+        })
+    })?;
+    judge(rules, &text, judge_options)
+}
