@@ -61,6 +61,13 @@ enum Command {
     Block(cmd::trust::Args),
     /// Lift a block.
     Unblock(cmd::trust::Args),
+    /// This device's keys for sealed envelopes between devices.
+    #[command(subcommand)]
+    Keys(cmd::keys::Command),
+    /// Seal stdin for another device, signed by this one; the envelope goes to stdout.
+    Seal(cmd::keys::SealArgs),
+    /// Open an envelope on stdin sent by another device to this one; plaintext to stdout.
+    Open(cmd::keys::OpenArgs),
 }
 
 fn main() -> ExitCode {
@@ -84,5 +91,8 @@ fn main() -> ExitCode {
         Command::Uninstall(args) => cmd::install::uninstall(&args),
         Command::Block(args) => cmd::trust::block(&args),
         Command::Unblock(args) => cmd::trust::unblock(&args),
+        Command::Keys(command) => cmd::keys::run(&command),
+        Command::Seal(args) => cmd::keys::seal_cmd(&args),
+        Command::Open(args) => cmd::keys::open_cmd(&args),
     }
 }

@@ -1,0 +1,330 @@
+//! `agentfw keys new|show|rotate`, `agentfw seal --to PUBFILE` and `agentfw open --from
+//! PUBFILE`: this device's keys and sealed, signed envelopes between devices (TX2–TX5),
+//! over `agentfw_core::seal`.
+//!
+//! The keys live in `<home>/keys/` (owner-only): `device.key` (mode 0600), dated backups of
+//! rotated-away keys next to it, and `replay.json`, the replay cache that makes `open`
+//! refuse an envelope it already opened, across runs.
+//!
+//! A PUBFILE holds a device's `keys show` line. It may also hold, after it, the rotation
+//! notices that device printed (`keys rotate`): each is checked against the keys before it,
+//! and the newest keys are the ones used. Blank lines and `#` comments are ignored.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use agentfw_core::message::MessageId;
+use agentfw_core::seal::{self, DeviceKeys, Draft, Keyring, Limits, PublicBundle, ReplayCache, Rotation};
+use agentfw_mcp::home::Home;
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
+
+use super::{EXIT_REFUSED, fail, now};
+
+/// The content type `seal` stamps on stdin's bytes.
+const CONTENT_TYPE: &str = "application/octet-stream";
+
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Create this device's keys (refuses to overwrite existing ones).
+    New(HomeArgs),
+    /// Print this device's public key bundle: one line of text, safe to share.
+    Show(HomeArgs),
+    /// New keys; the old ones stop verifying once peers learn the rotation.
+    Rotate(HomeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct HomeArgs {
+    /// The state directory (default: `AGENTFW_HOME`, else `~/.local/share/agentfw`).
+    #[arg(long, value_name = "DIR")]
+    pub home: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SealArgs {
+    /// A file holding the recipient's `agentfw keys show` line.
+    #[arg(long, value_name = "PUBFILE")]
+    pub to: PathBuf,
+    #[command(flatten)]
+    pub home: HomeArgs,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct OpenArgs {
+    /// A file holding the sender's `agentfw keys show` line.
+    #[arg(long, value_name = "PUBFILE")]
+    pub from: PathBuf,
+    #[command(flatten)]
+    pub home: HomeArgs,
+}
+
+pub fn run(command: &Command) -> ExitCode {
+    let result = match command {
+        Command::New(args) => new(args),
+        Command::Show(args) => show(args),
+        Command::Rotate(args) => rotate(args),
+    };
+    result.unwrap_or_else(fail)
+}
+
+/// The paths of this device's key material in one home.
+struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    fn open(args: &HomeArgs) -> Result<Self, String> {
+        let home = Home::resolve(args.home.as_deref()).map_err(|e| e.to_string())?;
+        let dir = home.dir.join("keys");
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(format!("cannot create `{}`: {e}", dir.display())),
+        }
+        let meta = fs::symlink_metadata(&dir).map_err(|e| format!("cannot open `{}`: {e}", dir.display()))?;
+        if !meta.is_dir() || meta.uid() != agentfw_mcp::home::uid() {
+            return Err(format!("refusing to use `{}`: it is not a directory of yours", dir.display()));
+        }
+        if meta.mode() & 0o077 != 0 {
+            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("cannot make `{}` owner-only: {e}", dir.display()))?;
+        }
+        Ok(Self { dir })
+    }
+
+    fn key_file(&self) -> PathBuf {
+        self.dir.join("device.key")
+    }
+
+    fn replay_file(&self) -> PathBuf {
+        self.dir.join("replay.json")
+    }
+
+    /// This device's keys. A key file that others can read is refused.
+    fn load(&self) -> Result<DeviceKeys, String> {
+        let path = self.key_file();
+        let meta = match fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(format!("this device has no keys yet (`{}`): run `agentfw keys new`", path.display()));
+            }
+            Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
+        };
+        if meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "refusing to load `{}`: others can read it (mode {:o}); fix it with `chmod 600 {}` and, \
+                 if someone else may have copied it, rotate the keys",
+                path.display(),
+                meta.mode() & 0o777,
+                path.display()
+            ));
+        }
+        if meta.uid() != agentfw_mcp::home::uid() {
+            return Err(format!("refusing to load `{}`: it belongs to another user", path.display()));
+        }
+        let bytes =
+            zeroize::Zeroizing::new(fs::read(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?);
+        DeviceKeys::from_key_file(&bytes).map_err(|e| format!("`{}`: {e}", path.display()))
+    }
+
+    /// Writes the key file atomically, owner-only from its creation.
+    fn save(&self, keys: &DeviceKeys) -> Result<(), String> {
+        write_private(&self.key_file(), keys.to_key_file().as_bytes())
+    }
+}
+
+/// Writes `contents` to `path` atomically with mode 0600: a temp file created 0600 in the
+/// same directory, flushed, then renamed over `path`.
+#[allow(clippy::disallowed_types)] // an adapter: this is where files are written
+fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let _ = fs::remove_file(&tmp);
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        file.set_permissions(fs::Permissions::from_mode(0o600))?;
+        file.write_all(contents)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        if let Ok(d) = fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok::<(), io::Error>(())
+    })();
+    result.map_err(|e| {
+        let _ = fs::remove_file(&tmp);
+        format!("cannot write `{}`: {e}", path.display())
+    })
+}
+
+/// A random number generator seeded from the operating system.
+fn rng() -> ChaCha20Rng {
+    ChaCha20Rng::from_seed(agentfw_mcp::clock::random_seed())
+}
+
+fn new(args: &HomeArgs) -> Result<ExitCode, String> {
+    let store = Store::open(args)?;
+    let path = store.key_file();
+    if fs::symlink_metadata(&path).is_ok() {
+        return Err(format!(
+            "this device already has keys (`{}`); refusing to overwrite them. Use `agentfw keys rotate` for new keys",
+            path.display()
+        ));
+    }
+    let keys = DeviceKeys::generate(now(), &mut rng());
+    store.save(&keys)?;
+    eprintln!("created the keys of device {} in `{}` (keep this file private)", keys.device(), path.display());
+    eprintln!("share this line with your peers (`agentfw keys show` prints it again):");
+    println!("{}", keys.public().to_line());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(args: &HomeArgs) -> Result<ExitCode, String> {
+    let keys = Store::open(args)?.load()?;
+    println!("{}", keys.public().to_line());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
+    let store = Store::open(args)?;
+    let old = store.load()?;
+    let at = now();
+    let (next, rotation) = old.rotate(at, &mut rng());
+    let stamp = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(i64::try_from(at.as_millis()).unwrap_or(0))
+        .map(|t| t.format("%Y%m%dT%H%M%S%.3fZ").to_string())
+        .unwrap_or_else(|| at.as_millis().to_string());
+    let backup = store.dir.join(format!("device-{stamp}-{}.key.old", old.device()));
+    if fs::symlink_metadata(&backup).is_ok() {
+        return Err(format!("`{}` already exists; try again", backup.display()));
+    }
+    write_private(&backup, old.to_key_file().as_bytes())?;
+    store.save(&next)?;
+    eprintln!(
+        "rotated device {} to {}; the old key file is kept in `{}`",
+        old.device(),
+        next.device(),
+        backup.display()
+    );
+    eprintln!(
+        "peers must apply the rotation: append the first line below (the signed rotation notice) to their copy of \
+         this device's bundle, or replace that copy with the second line (the new bundle). Until they do, they \
+         cannot open what this device seals, and once they do, the old keys no longer verify."
+    );
+    println!("{}", rotation.to_line());
+    println!("{}", next.public().to_line());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The peer in PUBFILE: its bundle line, then any rotation notices, applied in order.
+/// Returns the keyring that trusts it and its current bundle.
+fn load_peer(path: &Path) -> Result<(Keyring, PublicBundle), String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#'));
+    let first = lines
+        .next()
+        .ok_or_else(|| format!("`{}` is empty: put a device's `agentfw keys show` line in it", path.display()))?;
+    let mut current = PublicBundle::parse(first).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    let mut keyring = Keyring::new();
+    keyring.trust(current.clone()).map_err(|e| format!("`{}`: {e}", path.display()))?;
+    for line in lines {
+        let rotation = Rotation::parse(line).map_err(|e| format!("`{}`: {e}", path.display()))?;
+        keyring.apply_rotation(&rotation).map_err(|e| format!("`{}`: {e}", path.display()))?;
+        current = rotation.new_bundle().clone();
+    }
+    Ok((keyring, current))
+}
+
+/// Stdin, refused when longer than `max` bytes.
+fn read_stdin(max: usize, what: &str) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    io::stdin()
+        .lock()
+        .take(u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    if buf.len() > max {
+        return Err(format!("{what} on stdin is too large: more than {max} bytes (the limit)"));
+    }
+    Ok(buf)
+}
+
+pub fn seal_cmd(args: &SealArgs) -> ExitCode {
+    (|| {
+        let limits = Limits::default();
+        let store = Store::open(&args.home)?;
+        let keys = store.load()?;
+        let (_, to) = load_peer(&args.to)?;
+        let body = zeroize::Zeroizing::new(read_stdin(limits.max_plaintext, "the message")?);
+        let at = now();
+        let mut rng = rng();
+        let draft = Draft { id: MessageId::generate(at, &mut rng), content_type: CONTENT_TYPE, body: &body };
+        let envelope =
+            seal::seal(&keys, &to, &draft, &limits, at, &mut rng).map_err(|e| format!("cannot seal: {e}"))?;
+        let mut out = io::stdout().lock();
+        out.write_all(envelope.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(|e| format!("cannot write stdout: {e}"))?;
+        Ok::<ExitCode, String>(ExitCode::SUCCESS)
+    })()
+    .unwrap_or_else(fail)
+}
+
+pub fn open_cmd(args: &OpenArgs) -> ExitCode {
+    let result = (|| {
+        let limits = Limits::default();
+        let store = Store::open(&args.home)?;
+        let keys = store.load()?;
+        let (keyring, _) = load_peer(&args.from)?;
+        let envelope = read_stdin(limits.max_envelope(), "the envelope")?;
+        let replay_path = store.replay_file();
+        let _lock = lock(&store.dir.join("replay.lock"))?;
+        let mut replay = load_replay(&replay_path)?;
+        let opened = seal::open(&keys, &keyring, &mut replay, &envelope, &limits, now())
+            .map_err(|e| format!("refused to open the envelope: {e}"))?;
+        let json = serde_json::to_vec(&replay).map_err(|e| format!("cannot save the replay cache: {e}"))?;
+        write_private(&replay_path, &json)?;
+        let mut out = io::stdout().lock();
+        out.write_all(&opened.body).and_then(|()| out.flush()).map_err(|e| format!("cannot write stdout: {e}"))?;
+        Ok::<ExitCode, String>(ExitCode::SUCCESS)
+    })();
+    result.unwrap_or_else(|message| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_REFUSED)
+    })
+}
+
+/// The replay cache kept in the home, empty if there is none yet. One that cannot be read
+/// is an error, never silently replaced: that would let replays through.
+fn load_replay(path: &Path) -> Result<ReplayCache, String> {
+    match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            format!(
+                "the replay cache `{}` is damaged ({e}); remove it only if no replayed envelope can reach you",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(ReplayCache::default()),
+        Err(e) => Err(format!("cannot read `{}`: {e}", path.display())),
+    }
+}
+
+/// An exclusive lock on `path`, held until the returned file is dropped, so two `open`s
+/// cannot both accept the same envelope.
+#[allow(clippy::disallowed_types)] // an adapter: the lock file is its own
+fn lock(path: &Path) -> Result<fs::File, String> {
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| format!("cannot open `{}`: {e}", path.display()))?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| format!("cannot lock `{}`: {e}", path.display()))?;
+    Ok(file)
+}
