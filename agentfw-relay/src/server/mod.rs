@@ -1,0 +1,614 @@
+//! The relay server: enrollment, device connections, the admin API and dashboard, and the
+//! background work (notifications between instances, policy expiry, retention).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use agentfw_core::firewall::AdminAction;
+use agentfw_core::message::AgentId;
+use agentfw_core::seal::{DeviceId, Limits, PublicBundle};
+use agentfw_core::time::Timestamp;
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::audit::{AuditRecord, RELAY};
+use crate::clock;
+use crate::policy::{Policy, PolicySnapshot};
+use crate::protocol::{self, AgentEntry, DeviceEntry, ToDevice, WireLimits};
+use crate::store::{AfterCommit, AgentRow, DeviceRow, Note, Store, StoreError, Writer};
+
+pub mod admin;
+mod device;
+mod enroll;
+pub mod hub;
+
+use hub::Hub;
+
+/// Every number the relay uses. The defaults are the spec's where it has one.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    /// `sqlite://PATH` (created if missing) or `postgres://…`.
+    pub database_url: String,
+    /// The admin credential. When unset, the relay keeps the one it has, or makes one at
+    /// first start and prints it once.
+    pub admin_token: Option<String>,
+    /// Body size limit (default 64 KiB, as the firewall's).
+    pub limits: Limits,
+    /// Envelopes a device may submit a second, sustained, and the burst above it.
+    pub rate_per_second: u32,
+    pub burst: u32,
+    /// Deliveries in flight to one device before it acknowledges.
+    pub window: usize,
+    /// Submissions from one device being stored at once.
+    pub max_in_flight: usize,
+    /// From TCP accept to a verified hello.
+    pub handshake_timeout: Duration,
+    /// A device that sends nothing (not even a pong) for this long is disconnected.
+    pub idle_timeout: Duration,
+    pub heartbeat: Duration,
+    /// A device that does not take a frame within this long is a slow client and is
+    /// disconnected.
+    pub send_timeout: Duration,
+    /// Every HTTP request (not the WebSocket) must finish within this long.
+    pub http_timeout: Duration,
+    /// How old an envelope may be when submitted, and how far in the future (TX4).
+    pub max_age: Duration,
+    pub max_skew: Duration,
+    /// Undelivered envelopes are dropped after this long (a recipient would refuse them
+    /// as expired anyway).
+    pub pending_ttl: Duration,
+    /// Audit records are kept this long (AM4: 90 days).
+    pub retention: Duration,
+    pub invite_ttl: Duration,
+    pub session_ttl: Duration,
+    /// Set `Secure` on the admin cookie (when served over HTTPS).
+    pub secure_cookie: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8470)),
+            database_url: "sqlite://agentfw-relay.db".to_owned(),
+            admin_token: None,
+            limits: Limits::default(),
+            rate_per_second: 100,
+            burst: 1000,
+            window: 256,
+            max_in_flight: 256,
+            handshake_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(90),
+            heartbeat: Duration::from_secs(30),
+            send_timeout: Duration::from_secs(30),
+            http_timeout: Duration::from_secs(30),
+            max_age: Duration::from_secs(3600),
+            max_skew: Duration::from_secs(300),
+            pending_ttl: Duration::from_secs(3600),
+            retention: Duration::from_secs(90 * 86_400),
+            invite_ttl: Duration::from_secs(7 * 86_400),
+            session_ttl: Duration::from_secs(12 * 3600),
+            secure_cookie: false,
+        }
+    }
+}
+
+/// Why the relay could not start or do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Listen { addr: SocketAddr, source: std::io::Error },
+    #[error("the operating system's random number generator failed: {0}")]
+    Random(getrandom::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A device as the relay knows it.
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceInfo {
+    pub bundle: PublicBundle,
+    pub row: DeviceRow,
+}
+
+/// State shared by every task of one relay instance.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub store: Store,
+    pub writer: Writer,
+    pub hub: Arc<Hub>,
+    pub policy: RwLock<Policy>,
+    policy_sync: tokio::sync::Mutex<()>,
+    pub devices: RwLock<HashMap<DeviceId, DeviceInfo>>,
+    pub agents: RwLock<HashMap<AgentId, AgentRow>>,
+    pub admin_hash: RwLock<blake3::Hash>,
+    pub shutdown: watch::Receiver<bool>,
+    /// Names this instance in notifications, so it ignores its own.
+    pub instance: String,
+}
+
+struct HubAfter(Arc<Hub>);
+
+impl AfterCommit for HubAfter {
+    fn stored(&self, recipient: DeviceId, seq: u64, body: Arc<Vec<u8>>) {
+        self.0.deliver(recipient, seq, body);
+    }
+
+    fn audited(&self) {
+        self.0.dashboard_changed();
+    }
+}
+
+/// A running relay instance.
+#[derive(Debug)]
+pub struct Relay {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    server: JoinHandle<()>,
+    generated_token: Option<String>,
+}
+
+/// Settings keys.
+const ADMIN_TOKEN_HASH: &str = "admin_token_hash";
+const POLICY_SNAPSHOT: &str = "policy_snapshot";
+
+impl Relay {
+    /// Opens the store, loads the state, binds `config.listen` and starts serving.
+    pub async fn start(config: Config) -> Result<Self, RelayError> {
+        let store = Store::open(&config.database_url).await?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| RelayError::Listen { addr: config.listen, source })?;
+        Self::start_with(config, store, listener).await
+    }
+
+    /// As [`Relay::start`], on an open store and a bound listener.
+    pub async fn start_with(config: Config, store: Store, listener: TcpListener) -> Result<Self, RelayError> {
+        let addr = listener.local_addr().map_err(|source| RelayError::Listen { addr: config.listen, source })?;
+        let instance = hex(&clock::random_bytes::<8>().map_err(RelayError::Random)?);
+
+        // The admin credential: the one given, else the stored one, else a new one shown once.
+        let mut generated_token = None;
+        let admin_hash = match &config.admin_token {
+            Some(token) => {
+                let hash = blake3::hash(token.as_bytes());
+                store.set_setting(ADMIN_TOKEN_HASH, &hash.to_hex()).await?;
+                hash
+            }
+            None => {
+                let token =
+                    format!("afwa_{}", protocol::encode_b64(&clock::random_bytes::<32>().map_err(RelayError::Random)?));
+                let candidate = blake3::hash(token.as_bytes()).to_hex().to_string();
+                let stored = store.setting_or_insert(ADMIN_TOKEN_HASH, &candidate).await?;
+                if stored == candidate {
+                    generated_token = Some(token);
+                }
+                blake3::Hash::from_hex(stored.as_bytes()).map_err(|_| StoreError::Corrupt("admin token hash".into()))?
+            }
+        };
+
+        let policy = match store.setting(POLICY_SNAPSHOT).await? {
+            Some(json) => Policy::from_snapshot(
+                serde_json::from_str::<PolicySnapshot>(&json)
+                    .map_err(|e| StoreError::Corrupt(format!("policy snapshot: {e}")))?,
+            ),
+            None => Policy::new(),
+        };
+
+        let hub = Arc::new(Hub::new());
+        let writer = Writer::start(store.clone(), instance.clone(), clock::now, Arc::new(HubAfter(hub.clone())));
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            config: config.clone(),
+            store,
+            writer,
+            hub,
+            policy: RwLock::new(policy),
+            policy_sync: tokio::sync::Mutex::new(()),
+            devices: RwLock::new(HashMap::new()),
+            agents: RwLock::new(HashMap::new()),
+            admin_hash: RwLock::new(admin_hash),
+            shutdown: shutdown_rx,
+            instance,
+        });
+        shared.load_devices().await?;
+        shared.catch_up_policy().await?;
+
+        let mut tasks = vec![tokio::spawn(maintenance(shared.clone()))];
+        if let Some(pool) = shared.store.pg_pool().cloned() {
+            tasks.push(tokio::spawn(listen(shared.clone(), pool)));
+        }
+
+        let app = router(shared.clone());
+        let mut shutdown = shared.shutdown.clone();
+        let server = tokio::spawn(async move {
+            let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+                .with_graceful_shutdown(async move {
+                    let _ = shutdown.wait_for(|stop| *stop).await;
+                });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "server stopped");
+            }
+        });
+        tracing::info!(%addr, database = %shared.store.display_url(), instance = %shared.instance, "relay listening");
+        Ok(Self { shared, addr, shutdown: shutdown_tx, tasks, server, generated_token })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR`, what devices and admins are given.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The admin token this start made, if it had to make one (shown once).
+    pub fn generated_admin_token(&self) -> Option<&str> {
+        self.generated_token.as_deref()
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.shared.store
+    }
+
+    /// Devices connected to this instance.
+    pub fn connected(&self) -> usize {
+        self.shared.hub.connected()
+    }
+
+    /// Makes a one-time invite.
+    pub async fn invite(&self, note: &str) -> Result<String, RelayError> {
+        create_invite(&self.shared.store, self.shared.config.invite_ttl, note).await
+    }
+
+    /// Applies admin actions as the admin would (they reach every device).
+    pub async fn admin(&self, actions: Vec<AdminAction>) -> Result<u64, RelayError> {
+        self.shared.change_policy("admin", actions).await
+    }
+
+    /// Stops: closes every device connection, finishes HTTP requests, stops background
+    /// work and closes the store.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        self.shared.hub.close(None, protocol::codes::SHUTDOWN, "the relay is shutting down");
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.server).await;
+        for task in self.tasks {
+            task.abort();
+        }
+        self.shared.store.close().await;
+    }
+}
+
+/// Makes a one-time invite in `store`, valid for `ttl`; returns the token.
+pub async fn create_invite(store: &Store, ttl: Duration, note: &str) -> Result<String, RelayError> {
+    let token = format!("afwi_{}", protocol::encode_b64(&clock::random_bytes::<24>().map_err(RelayError::Random)?));
+    let now = clock::now();
+    store.create_invite(blake3::hash(token.as_bytes()).as_bytes(), now, now + ttl, note).await?;
+    Ok(token)
+}
+
+/// Stores a new admin token; returns it (shown once).
+pub async fn reset_admin_token(store: &Store) -> Result<String, RelayError> {
+    let token = format!("afwa_{}", protocol::encode_b64(&clock::random_bytes::<32>().map_err(RelayError::Random)?));
+    store.set_setting(ADMIN_TOKEN_HASH, &blake3::hash(token.as_bytes()).to_hex()).await?;
+    Ok(token)
+}
+
+fn router(shared: Arc<Shared>) -> Router {
+    let timeout = shared.config.http_timeout;
+    let http = Router::new()
+        .route(protocol::ENROLL_PATH, post(enroll::enroll))
+        .route("/healthz", get(|| async { "ok" }))
+        .merge(admin::routes())
+        .layer(axum::middleware::from_fn(move |req, next: axum::middleware::Next| async move {
+            match tokio::time::timeout(timeout, next.run(req)).await {
+                Ok(response) => response,
+                Err(_) => {
+                    admin::error(axum::http::StatusCode::REQUEST_TIMEOUT, "relay.timeout", "the request took too long")
+                }
+            }
+        }));
+    Router::new().route(protocol::CONNECT_PATH, get(device::connect)).merge(http).with_state(shared)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Shared {
+    /// The limits told to devices.
+    pub fn wire_limits(&self) -> WireLimits {
+        let c = &self.config;
+        WireLimits {
+            max_plaintext: c.limits.max_plaintext,
+            max_frame: protocol::max_frame(&c.limits),
+            rate_per_second: c.rate_per_second,
+            burst: c.burst,
+            window: c.window,
+        }
+    }
+
+    async fn load_devices(&self) -> Result<(), StoreError> {
+        let rows = self.store.devices().await?;
+        let agents = self.store.agents().await?;
+        let mut devices = HashMap::new();
+        for row in rows {
+            match PublicBundle::parse(&row.bundle) {
+                Ok(bundle) => {
+                    devices.insert(row.device, DeviceInfo { bundle, row });
+                }
+                Err(e) => {
+                    tracing::error!(device = %row.device, error = %e, "stored bundle does not parse; device ignored")
+                }
+            }
+        }
+        if let Ok(mut d) = self.devices.write() {
+            *d = devices;
+        }
+        if let Ok(mut a) = self.agents.write() {
+            *a = agents.into_iter().map(|r| (r.agent.id.clone(), r)).collect();
+        }
+        Ok(())
+    }
+
+    pub fn device(&self, id: DeviceId) -> Option<DeviceInfo> {
+        self.devices.read().ok()?.get(&id).cloned()
+    }
+
+    /// Re-reads one device and its agents, closes its connections if it is no longer
+    /// active, and tells every device here what changed.
+    pub async fn reload_device(&self, id: DeviceId) -> Result<(), StoreError> {
+        let row = self.store.device(id).await?;
+        let agents = self.store.agents_of(id).await?;
+        let mut entries = Vec::new();
+        if let Some(row) = row {
+            if row.status != "active" {
+                self.hub.close(Some(id), protocol::codes::REVOKED, "this device's key was revoked or rotated away");
+            }
+            entries.push(device_entry(&row));
+            if let (Ok(bundle), Ok(mut devices)) = (PublicBundle::parse(&row.bundle), self.devices.write()) {
+                devices.insert(id, DeviceInfo { bundle, row });
+            }
+        }
+        if let Ok(mut map) = self.agents.write() {
+            map.retain(|_, a| a.device != id);
+            for a in &agents {
+                map.insert(a.agent.id.clone(), a.clone());
+            }
+        }
+        let frame =
+            ToDevice::Directory { full: false, devices: entries, agents: agents.iter().map(agent_entry).collect() };
+        if let Ok(text) = serde_json::to_string(&frame) {
+            self.hub.directory(text.into());
+        }
+        self.hub.dashboard_changed();
+        Ok(())
+    }
+
+    /// The whole directory as a frame.
+    pub fn directory_frame(&self) -> ToDevice {
+        let devices =
+            self.devices.read().map(|d| d.values().map(|i| device_entry(&i.row)).collect()).unwrap_or_default();
+        let agents = self.agents.read().map(|a| a.values().map(agent_entry).collect()).unwrap_or_default();
+        ToDevice::Directory { full: true, devices, agents }
+    }
+
+    /// Appends a policy change and applies it here; other instances follow on the note.
+    pub async fn change_policy(&self, origin: &str, actions: Vec<AdminAction>) -> Result<u64, RelayError> {
+        if actions.is_empty() {
+            return Ok(self.policy.read().map(|p| p.seq()).unwrap_or(0));
+        }
+        let seq = self.store.append_policy(origin, clock::now(), &actions, &self.instance).await?;
+        self.catch_up_policy().await?;
+        Ok(seq)
+    }
+
+    /// Applies every policy log entry this instance has not applied yet, in order, and
+    /// sends each to the devices connected here.
+    pub async fn catch_up_policy(&self) -> Result<(), StoreError> {
+        let _one_at_a_time = self.policy_sync.lock().await;
+        let mine = self.policy.read().map(|p| p.seq()).unwrap_or(0);
+        // Another instance compacted the log past what this one applied: start from its snapshot.
+        if let Some(json) = self.store.setting(POLICY_SNAPSHOT).await?
+            && let Ok(snapshot) = serde_json::from_str::<PolicySnapshot>(&json)
+            && snapshot.seq > mine
+        {
+            if let Ok(mut p) = self.policy.write() {
+                *p = Policy::from_snapshot(snapshot);
+            }
+            self.hub.policy_reset_all();
+        }
+        let since = self.policy.read().map(|p| p.seq()).unwrap_or(0);
+        for (seq, at, actions) in self.store.policy_since(since).await? {
+            if let Ok(mut p) = self.policy.write() {
+                p.apply(seq, at, &actions);
+            }
+            let frame = ToDevice::Policy { seq, reset: false, actions };
+            if let Ok(text) = serde_json::to_string(&frame) {
+                self.hub.policy(seq, text.into());
+            }
+        }
+        self.hub.dashboard_changed();
+        Ok(())
+    }
+
+    /// The relay's own audit records for refusals it made on authenticated metadata.
+    pub async fn audit(&self, records: Vec<AuditRecord>) {
+        if let Err(e) = self.writer.audit(records).await {
+            tracing::warn!(error = %e, "audit record not written");
+        }
+    }
+
+    pub fn check_admin_token(&self, token: &str) -> bool {
+        // blake3::Hash compares in constant time.
+        self.admin_hash.read().is_ok_and(|h| *h == blake3::hash(token.as_bytes()))
+    }
+}
+
+pub(crate) fn device_entry(row: &DeviceRow) -> DeviceEntry {
+    DeviceEntry {
+        device: row.device,
+        name: row.name.clone(),
+        status: row.status.clone(),
+        superseded_by: row.superseded_by,
+    }
+}
+
+pub(crate) fn agent_entry(row: &AgentRow) -> AgentEntry {
+    AgentEntry { agent: row.agent.clone(), device: row.device, live: row.live }
+}
+
+/// Periodic work: expire quarantines, tell dashboards, prune, compact the policy log.
+async fn maintenance(shared: Arc<Shared>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut n: u64 = 0;
+    loop {
+        tick.tick().await;
+        n = n.wrapping_add(1);
+        if shared.hub.flush_dashboard() && shared.store.is_postgres() {
+            let _ = shared.store.notify(&Note::Dashboard, &shared.instance).await;
+        }
+        if n.is_multiple_of(4)
+            && let Ok(mut p) = shared.policy.write()
+        {
+            p.expire(clock::now());
+        }
+        // Every ten minutes (and soon after start): retention and compaction.
+        if n % 2400 == 20 {
+            prune(&shared).await;
+        }
+    }
+}
+
+async fn prune(shared: &Shared) {
+    let c = &shared.config;
+    let now = clock::now();
+    match shared.store.prune(now, c.retention, c.max_age + c.max_skew, c.pending_ttl).await {
+        Ok(pruned) => {
+            if pruned.audit + pruned.delivered > 0 || !pruned.expired.is_empty() {
+                tracing::info!(
+                    audit = pruned.audit,
+                    delivered = pruned.delivered,
+                    expired = pruned.expired.len(),
+                    "pruned"
+                );
+            }
+            let records = pruned
+                .expired
+                .into_iter()
+                .map(|(sender, recipient, id, size)| AuditRecord {
+                    at: now,
+                    source: RELAY.to_owned(),
+                    message: Some(id),
+                    stage: "relaying".to_owned(),
+                    from: format!("device:{sender}"),
+                    from_label: sender,
+                    to: format!("device:{recipient}"),
+                    to_label: recipient,
+                    size,
+                    hops: None,
+                    verdict: "deny".to_owned(),
+                    code: Some("relay.undelivered".to_owned()),
+                    rule: None,
+                    reason: Some("the recipient device did not collect it in time".to_owned()),
+                })
+                .collect();
+            shared.audit(records).await;
+        }
+        Err(e) => tracing::warn!(error = %e, "pruning failed"),
+    }
+    // Compaction: keep the policy log short by snapshotting the state it adds up to.
+    if shared.store.policy_log_len().await.unwrap_or(0) > 1000 {
+        let _one_at_a_time = shared.policy_sync.lock().await;
+        let snapshot = shared.policy.read().ok().map(|p| (p.seq(), serde_json::to_string(&p.snapshot())));
+        if let Some((seq, Ok(json))) = snapshot
+            && let Err(e) = shared.store.compact_policy(seq, &json).await
+        {
+            tracing::warn!(error = %e, "policy compaction failed");
+        }
+    }
+}
+
+/// PostgreSQL notifications from other instances (and resyncs after a lost connection).
+async fn listen(shared: Arc<Shared>, pool: sqlx::PgPool) {
+    loop {
+        let mut listener = match sqlx::postgres::PgListener::connect_with(&pool).await {
+            Ok(l) => l,
+            Err(e) => {
+                tracing::warn!(error = %e, "notification listener cannot connect; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        if let Err(e) = listener.listen(crate::store::CHANNEL).await {
+            tracing::warn!(error = %e, "LISTEN failed; retrying");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        // Whatever was missed while not listening.
+        resync(&shared).await;
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(n)) => {
+                    let Some((instance, note)) = crate::store::Note::decode(n.payload()) else {
+                        continue;
+                    };
+                    if instance == shared.instance {
+                        continue;
+                    }
+                    match note {
+                        Note::Deliver(d) => shared.hub.scan(d),
+                        Note::Policy => {
+                            if let Err(e) = shared.catch_up_policy().await {
+                                tracing::warn!(error = %e, "policy catch-up failed");
+                            }
+                        }
+                        Note::Device(d) => {
+                            if let Err(e) = shared.reload_device(d).await {
+                                tracing::warn!(error = %e, "device reload failed");
+                            }
+                        }
+                        Note::Dashboard => {
+                            shared.hub.dashboard_changed();
+                        }
+                    }
+                }
+                Ok(None) => {
+                    tracing::warn!("notification connection lost; resyncing");
+                    resync(&shared).await;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "notification listener failed; reconnecting");
+                    break;
+                }
+            }
+        }
+    }
+}
+
+async fn resync(shared: &Shared) {
+    if let Err(e) = shared.catch_up_policy().await {
+        tracing::warn!(error = %e, "policy catch-up failed");
+    }
+    if let Err(e) = shared.load_devices().await {
+        tracing::warn!(error = %e, "device reload failed");
+    }
+    shared.hub.scan_all();
+}
+
+/// The time now, for handlers.
+pub(crate) fn now() -> Timestamp {
+    clock::now()
+}
