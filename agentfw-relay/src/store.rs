@@ -73,6 +73,15 @@ macro_rules! notify {
     };
 }
 
+/// Starts a write transaction. On SQLite it takes the write lock at once
+/// (`BEGIN IMMEDIATE`), so a transaction that reads before it writes waits for the lock
+/// (busy timeout) instead of failing when another writer got there first.
+macro_rules! begin {
+    ($store:expr, $pool:expr) => {
+        if $store.is_postgres() { $pool.begin().await? } else { $pool.begin_with("BEGIN IMMEDIATE").await? }
+    };
+}
+
 /// A device row.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceRow {
@@ -310,7 +319,7 @@ impl Store {
     ) -> Result<Enrolled, StoreError> {
         let id = row.device.to_string();
         with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             let known: Option<(String,)> = sqlx::query_as("SELECT status FROM devices WHERE device = $1")
                 .bind(&id)
                 .fetch_optional(&mut *tx)
@@ -372,7 +381,7 @@ impl Store {
     /// Revokes a device. False if it was not active.
     pub async fn revoke(&self, id: DeviceId, now: Timestamp, instance: &str) -> Result<bool, StoreError> {
         let done = with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             let done = sqlx::query("UPDATE devices SET status = 'revoked', status_at = $1 WHERE device = $2 AND status = 'active'")
                 .bind(ms(now))
                 .bind(id.to_string())
@@ -399,7 +408,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let (old_s, new_s) = (old.to_string(), new.device.to_string());
         let done = with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             let retired = sqlx::query(
                 "UPDATE devices SET status = 'superseded', status_at = $1, superseded_by = $2, rotation = $3 WHERE device = $4 AND status = 'active'",
             )
@@ -448,7 +457,7 @@ impl Store {
         let id = device.to_string();
         let mut refused = Vec::new();
         with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             sqlx::query("UPDATE agents SET live = 0 WHERE device = $1").bind(&id).execute(&mut *tx).await?;
             for agent in agents {
                 let done = sqlx::query(
@@ -532,7 +541,7 @@ impl Store {
     async fn commit(&self, batch: &mut Batch, instance: &str) -> Result<(), StoreError> {
         let now = batch.now;
         with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             // Envelopes: a resend in the same batch is answered like one in an earlier batch.
             let mut first: HashMap<(DeviceId, String), usize> = HashMap::new();
             let mut fresh: Vec<usize> = Vec::new();
@@ -720,7 +729,7 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let json = serde_json::to_string(actions).map_err(|e| StoreError::Corrupt(e.to_string()))?;
         let seq = with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             if self.is_postgres() {
                 sqlx::query("LOCK TABLE policy_log IN EXCLUSIVE MODE").execute(&mut *tx).await?;
             }
@@ -757,7 +766,7 @@ impl Store {
     /// Drops log entries up to `seq` once a snapshot covers them.
     pub async fn compact_policy(&self, seq: u64, snapshot: &str) -> Result<(), StoreError> {
         with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
+            let mut tx = begin!(self, pool);
             if self.is_postgres() {
                 sqlx::query("LOCK TABLE policy_log IN EXCLUSIVE MODE").execute(&mut *tx).await?;
             }

@@ -177,6 +177,11 @@ impl Daemon {
         }
     }
 
+    /// The next thing the relay sent, unhandled.
+    pub async fn next_incoming(&mut self) -> Incoming {
+        self.incoming.recv().await.expect("the client is running")
+    }
+
     /// Takes whatever arrives for `d`.
     pub async fn pump_for(&mut self, d: Duration) {
         let deadline = tokio::time::Instant::now() + d;
@@ -285,6 +290,12 @@ impl Daemon {
         self.relay(message.clone(), device).await.map(|()| message)
     }
 
+    /// A copy of `template` with a new id and body, past the firewall: for traffic tests
+    /// whose subject is the relay, not the limits.
+    pub fn fabricate(&mut self, template: &Accepted, body: &str) -> Accepted {
+        Accepted { id: MessageId::generate(clock::now(), &mut self.rng), body: body.to_owned(), ..template.clone() }
+    }
+
     /// Seals an accepted message to `device` and submits it.
     pub async fn relay(&mut self, message: Accepted, device: DeviceId) -> Result<(), String> {
         self.learn(device).await;
@@ -327,4 +338,64 @@ impl Daemon {
 
 pub fn now() -> Timestamp {
     clock::now()
+}
+
+/// The relay binary, run as a separate process (to kill it hard, and to read its logs).
+pub struct RelayProcess {
+    pub child: std::process::Child,
+    pub url: String,
+    pub log: std::path::PathBuf,
+}
+
+impl RelayProcess {
+    /// Starts `agentfw-relay serve` on `port` with `database_url`, logging at debug level
+    /// to `log` (appended), and waits until it answers.
+    pub async fn spawn(database_url: &str, port: u16, log: &std::path::Path) -> Self {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentfw-relay"))
+            .args(["--database-url", database_url, "serve", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--admin-token", ADMIN_TOKEN, "--rate", "100000", "--burst", "100000"])
+            .env("AGENTFW_RELAY_LOG", "debug")
+            .stdout(std::process::Stdio::null())
+            .stderr(file)
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = clock::instant() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = http::request(&url, "GET", "/healthz", &[], Vec::new()).await
+                && r.status == 200
+            {
+                break;
+            }
+            assert!(clock::instant() < deadline, "the relay process did not start; see {}", log.display());
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        Self { child, url, log: log.to_owned() }
+    }
+
+    /// SIGKILL: no shutdown, no flush.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for RelayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A free loopback port.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// An invite made through the admin API.
+pub async fn invite(url: &str) -> String {
+    let (status, body) = admin(url, "POST", "/admin/api/invites", serde_json::json!({"note": "test"})).await;
+    assert_eq!(status, 201, "{body}");
+    body["invite"].as_str().unwrap().to_owned()
 }

@@ -1,0 +1,153 @@
+//! The relay as a separate process: killed in the middle of traffic it loses and
+//! duplicates nothing it acknowledged; and its files and logs never hold message text.
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use agentfw_core::firewall::Accepted;
+use agentfw_core::message::MessageId;
+use agentfw_core::seal::{self, Draft, Limits};
+use agentfw_relay::client::ClientError;
+use agentfw_relay::clock;
+use common::*;
+use rand_core::SeedableRng;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_killed_in_the_middle_of_traffic_loses_and_duplicates_nothing_it_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_url(dir.path());
+    let port = free_port();
+    let log = dir.path().join("relay.log");
+    let mut relay = RelayProcess::spawn(&db, port, &log).await;
+    let (web, api) = (agent("web", "claude", "laptop"), agent("api", "codex", "desktop"));
+    let mut a = Daemon::join_url(&relay.url, &invite(&relay.url).await, "laptop", 31, vec![web.clone()]).await;
+    let mut b = Daemon::join_url(&relay.url, &invite(&relay.url).await, "desktop", 32, vec![api.clone()]).await;
+    a.pump_until(WAIT, |d| d.directory.device_of(&api.id).is_some()).await;
+    let template = a.send(&web, &api, "Warming up: which port?").await.unwrap();
+    b.pump_until(WAIT, |d| d.inbox.contains_key(&template.id)).await;
+
+    // 400 envelopes, sealed up front, submitted in waves while the relay is killed and
+    // restarted underneath.
+    const N: usize = 400;
+    let bundle = b.keys.public().clone();
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(33);
+    let mut envelopes = Vec::new();
+    for i in 0..N {
+        let message = Accepted {
+            id: MessageId::generate(now(), &mut rng),
+            body: format!("message {i} of the restart test"),
+            ..template.clone()
+        };
+        let body = serde_json::to_vec(&message).unwrap();
+        let draft = Draft { id: message.id, content_type: CONTENT_TYPE, body: &body };
+        envelopes
+            .push((message.id, seal::seal(&a.keys, &bundle, &draft, &Limits::default(), now(), &mut rng).unwrap()));
+    }
+    let sent_ids: BTreeSet<MessageId> = envelopes.iter().map(|(id, _)| *id).collect();
+    let client = a.client.clone();
+    let (from, to) = (web.clone(), api.clone());
+    // A steady stream: one submission every half millisecond, each waiting for its answer, so that at
+    // any moment some are in flight (sent, stored, or stored and not yet answered).
+    let sender = tokio::spawn(async move {
+        let tasks: Vec<_> = envelopes
+            .into_iter()
+            .enumerate()
+            .map(|(i, (id, e))| {
+                let (client, from, to) = (client.clone(), from.clone(), to.clone());
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_micros(500 * i as u64)).await;
+                    (id, client.submit(from, to, e).await)
+                })
+            })
+            .collect();
+        let mut results = Vec::new();
+        for t in tasks {
+            results.push(t.await.unwrap());
+        }
+        results
+    });
+
+    b.pump_until(WAIT, |d| d.received.len() > 150).await;
+    relay.kill();
+    let during = b.received.len();
+    b.pump_for(Duration::from_millis(300)).await;
+    relay = RelayProcess::spawn(&db, port, &log).await;
+    b.pump_until(Duration::from_secs(60), |d| sent_ids.iter().all(|id| d.received.contains(id))).await;
+
+    let results = sender.await.unwrap();
+    let acknowledged: Vec<MessageId> = results
+        .iter()
+        .map(|(id, r)| match r {
+            Ok(_) => *id,
+            Err(ClientError::Refused { code, reason }) => panic!("{id} refused: {code}: {reason}"),
+            Err(e) => panic!("{id}: {e}"),
+        })
+        .collect();
+    let duplicates = results.iter().filter(|(_, r)| r.as_ref().is_ok_and(|s| s.duplicate)).count();
+    assert_eq!(acknowledged.len(), N);
+    // Nothing acknowledged is lost; nothing is in the inbox twice.
+    assert!(acknowledged.iter().all(|id| b.received.contains(id)));
+    assert_eq!(b.received.len(), N + 1);
+    assert_eq!(b.inbox.len(), N + 1);
+    eprintln!(
+        "killed after {during} deliveries; {duplicates} resends were recognised as stored; {} repeats on the wire were dropped by id",
+        b.repeats
+    );
+    // Everything was acknowledged by the recipient too: nothing waits at the relay.
+    let deadline = clock::instant() + WAIT;
+    loop {
+        b.pump_for(Duration::from_millis(100)).await;
+        let (_, overview) = admin(&relay.url, "GET", "/admin/api/overview", serde_json::Value::Null).await;
+        if overview["relay"]["pending"] == 0 {
+            break;
+        }
+        assert!(clock::instant() < deadline, "envelopes still pending: {overview}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_relays_database_files_and_logs_never_hold_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_url(dir.path());
+    let log = dir.path().join("relay.log");
+    let mut relay = RelayProcess::spawn(&db, free_port(), &log).await;
+    let (web, api) = (agent("web", "claude", "laptop"), agent("api", "codex", "desktop"));
+    let mut a = Daemon::join_url(&relay.url, &invite(&relay.url).await, "laptop", 41, vec![web.clone()]).await;
+    let mut b = Daemon::join_url(&relay.url, &invite(&relay.url).await, "desktop", 42, vec![api.clone()]).await;
+    a.pump_until(WAIT, |d| d.directory.device_of(&api.id).is_some()).await;
+
+    const MARKER: &str = "zebra-quartz-7f3a9c: the staging password is hunter2-plaintext";
+    // Delivered and read, refused by the recipient's rules, and still waiting at the relay.
+    let delivered = a.send(&web, &api, &format!("Note for the API team. {MARKER}")).await.unwrap();
+    b.pump_until(WAIT, |d| d.inbox.contains_key(&delivered.id)).await;
+    let outputs = b.read(&api);
+    let text = match outputs.as_slice() {
+        [agentfw_core::firewall::Output::Delivered { delivery, .. }] => delivery.fenced.text.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert!(text.contains(MARKER), "the recipient reads the text");
+    b.client.stop();
+    let waiting = a.send(&web, &api, &format!("Second note, not yet collected. {MARKER}")).await.unwrap();
+    let _ = waiting;
+
+    // Stop the relay hard and look at every byte it wrote.
+    relay.kill();
+    let mut searched = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        searched += bytes.len();
+        for needle in [MARKER.as_bytes(), b"hunter2-plaintext".as_slice(), b"zebra-quartz".as_slice()] {
+            assert!(!bytes.windows(needle.len()).any(|w| w == needle), "{} holds the text", path.display());
+        }
+    }
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(log_text.contains("device connected"), "the log is there and was written");
+    assert!(searched > 10_000, "the database files were searched ({searched} bytes)");
+}
