@@ -74,7 +74,7 @@ async fn the_client_waits_for_the_relay_keeps_submissions_and_delivers_them_once
         next(&mut incoming, |i| matches!(i, Incoming::Connected { .. })).await,
         Incoming::Connected { .. }
     ));
-    assert_eq!(submit.await.unwrap().unwrap().duplicate, false);
+    assert!(!submit.await.unwrap().unwrap().duplicate);
     let bundles = client.lookup(vec![b.device(), keys(9).device()]).await.unwrap();
     assert_eq!(bundles.len(), 1);
     assert_eq!(bundles[0].bundle, *b.public());
