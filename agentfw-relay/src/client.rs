@@ -248,15 +248,10 @@ impl Client {
         rx.wait_for(|c| *c).await.map(|_| ()).map_err(|_| ClientError::Stopped)
     }
 
-    /// Routes and submits an envelope from agent `from` to agent `to`; resolves when the
-    /// relay has stored it (or refused it for good). Retryable refusals (rate limit,
-    /// relay unavailable) and lost connections are retried inside.
-    pub async fn submit(&self, from: Agent, to: Agent, envelope: Envelope) -> Result<Submitted, ClientError> {
-        self.submit_routed(&Routed::new(&self.keys, from, to, envelope)).await
-    }
-
-    /// Submits an envelope routed already (with [`Routed::new`]).
-    pub async fn submit_routed(&self, routed: &Routed) -> Result<Submitted, ClientError> {
+    /// Submits a routed envelope (from [`Routed::seal`]); resolves when the relay has
+    /// stored it (or refused it for good). Retryable refusals (rate limit, relay
+    /// unavailable) and lost connections are retried inside.
+    pub async fn submit(&self, routed: &Routed) -> Result<Submitted, ClientError> {
         self.submit_frame(routed.envelope.header().id, Arc::new(routed.to_submit_frame())).await
     }
 
@@ -314,7 +309,7 @@ impl Client {
 
 /// Codes after which reconnecting cannot help.
 fn permanent(code: &str) -> bool {
-    matches!(code, codes::REVOKED | codes::UNKNOWN_DEVICE | codes::UNSUPPORTED_VERSION | "relay.rotated")
+    matches!(code, codes::REVOKED | codes::UNKNOWN_DEVICE | codes::UNSUPPORTED_VERSION | codes::ROTATED)
 }
 
 /// Codes after which the same envelope may be sent again later.
@@ -476,6 +471,8 @@ impl Task {
         let mut ws_config = WebSocketConfig::default();
         ws_config.max_message_size = Some(self.config.max_frame);
         ws_config.max_frame_size = Some(self.config.max_frame);
+        ws_config.read_buffer_size = 16 * 1024;
+        ws_config.write_buffer_size = 16 * 1024;
         let timeout = self.config.handshake_timeout;
         let attempt = async {
             let (mut socket, _) = tokio_tungstenite::connect_async_with_config(url.as_str(), Some(ws_config), true)

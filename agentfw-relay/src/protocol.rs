@@ -28,20 +28,29 @@
 //! | 8 | delivery sequence number (`0` in a submit) |
 //! | 2 | routing length n, 1 ≤ n ≤ [`MAX_ROUTING`] |
 //! | n | routing: a JSON object, [`Routing`] |
-//! | 64 | the sending device's signature over the routing bytes, under [`ROUTING_CONTEXT`] |
 //! | rest | the sealed envelope, exactly as `agentfw_core::seal` made it |
 //!
+//! ## The routing binding
+//!
 //! The envelope header names devices, not agents. The routing says which agent sends to
-//! which, so the relay can apply admission and blocks to agents; it is signed by the same
-//! device key as the envelope and names the envelope by id and BLAKE3 digest, so it can
-//! neither be forged nor moved to another envelope. The relay forwards the routing, its
-//! signature and the envelope byte for byte, so the recipient can check them too.
+//! which, so the relay can apply admission and blocks to agents. It is bound into the
+//! envelope rather than signed on its own: the envelope's content type ends with the
+//! parameter `agentfw-routing=<BLAKE3 of the routing bytes, base64url>`, and the content
+//! type is part of the header, which the sender's Ed25519 signature covers (and which is
+//! the HPKE associated data). So one signature check authenticates both the envelope and
+//! the routing ([`Routed::verify`]), a routing cannot be moved to another envelope or
+//! changed on the way, and the core envelope format is unchanged. The relay forwards
+//! routing and envelope byte for byte, so the recipient can check them too.
 
 use agentfw_core::firewall::{AdminAction, Event};
 use agentfw_core::message::{Agent, AgentId, MessageId};
-use agentfw_core::seal::{DeviceId, DeviceKeys, Envelope, Limits, OpenError, PublicBundle};
+use agentfw_core::seal::{
+    CONTENT_TYPE_MAX, DeviceId, DeviceKeys, Draft, Envelope, Limits, OpenError, PublicBundle, SealError,
+};
+use agentfw_core::time::Timestamp;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use rand_core::CryptoRng;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version this crate speaks.
@@ -54,8 +63,8 @@ pub const ENROLL_PATH: &str = "/v1/enroll";
 pub const AUTH_CONTEXT: &str = "agentfw relay auth v1";
 /// Statement context of the enrollment signature.
 pub const ENROLL_CONTEXT: &str = "agentfw relay enroll v1";
-/// Statement context of the routing signature.
-pub const ROUTING_CONTEXT: &str = "agentfw relay routing v1";
+/// The content type parameter that binds the routing into the envelope.
+pub const ROUTING_PARAM: &str = "agentfw-routing";
 /// The longest routing field, in bytes.
 pub const MAX_ROUTING: usize = 4096;
 
@@ -64,11 +73,10 @@ const KIND_SUBMIT: u8 = 1;
 const KIND_DELIVER: u8 = 2;
 /// Magic, version, kind, sequence number.
 const HEAD_LEN: usize = 4 + 1 + 1 + 8;
-const SIGNATURE_LEN: usize = 64;
 
 /// The largest binary frame a relay with these envelope limits accepts.
 pub fn max_frame(limits: &Limits) -> usize {
-    limits.max_envelope().saturating_add(HEAD_LEN + 2 + MAX_ROUTING + SIGNATURE_LEN)
+    limits.max_envelope().saturating_add(HEAD_LEN + 2 + MAX_ROUTING)
 }
 
 /// What the device signs to log in: the relay's nonce, then its own device id.
@@ -88,28 +96,17 @@ pub fn enroll_message(invite: &str, bundle_line: &str) -> Vec<u8> {
     out
 }
 
-/// Which agent sends to which, for the envelope named by `message` and `digest`.
+/// Which agent sends to which.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Routing {
     pub from: Agent,
     pub to: Agent,
-    /// The envelope's message id.
-    pub message: MessageId,
-    /// BLAKE3 of the envelope's bytes, lowercase hex.
-    pub digest: String,
 }
 
-impl Routing {
-    /// The routing for `envelope` from `from` to `to`.
-    pub fn for_envelope(from: Agent, to: Agent, envelope: &Envelope) -> Self {
-        Self { from, to, message: envelope.header().id, digest: digest_hex(envelope.as_bytes()) }
-    }
-}
-
-/// BLAKE3 of `bytes`, lowercase hex.
-pub fn digest_hex(bytes: &[u8]) -> String {
-    blake3::hash(bytes).to_hex().to_string()
+/// `media_type; agentfw-routing=<digest>`: the content type that binds `routing_bytes`.
+fn bound_content_type(media_type: &str, routing_bytes: &[u8]) -> String {
+    format!("{media_type}; {ROUTING_PARAM}={}", B64.encode(blake3::hash(routing_bytes).as_bytes()))
 }
 
 /// A routed envelope: what a device submits and the relay delivers.
@@ -117,33 +114,63 @@ pub fn digest_hex(bytes: &[u8]) -> String {
 pub struct Routed {
     pub routing: Routing,
     routing_bytes: Vec<u8>,
-    signature: [u8; SIGNATURE_LEN],
     pub envelope: Envelope,
 }
 
 impl Routed {
-    /// Routes `envelope`, signing the routing with the sending device's keys.
-    pub fn new(keys: &DeviceKeys, from: Agent, to: Agent, envelope: Envelope) -> Self {
-        let routing = Routing::for_envelope(from, to, &envelope);
+    /// Seals `body` (of type `media_type`) for the device `recipient`, from agent `from` on
+    /// this device to agent `to` there, with the routing bound into the envelope's content
+    /// type. `media_type` must leave room for the binding: at most
+    /// [`Routed::MAX_MEDIA_TYPE`] printable ASCII characters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn seal(
+        keys: &DeviceKeys,
+        recipient: &PublicBundle,
+        from: Agent,
+        to: Agent,
+        id: MessageId,
+        media_type: &str,
+        body: &[u8],
+        limits: &Limits,
+        now: Timestamp,
+        rng: &mut impl CryptoRng,
+    ) -> Result<Self, SealError> {
+        let routing = Routing { from, to };
         // A struct of strings always serializes.
         let routing_bytes = serde_json::to_vec(&routing).unwrap_or_default();
-        let signature = keys.sign_statement(ROUTING_CONTEXT, &routing_bytes);
-        Self { routing, routing_bytes, signature, envelope }
+        if media_type.len() > Self::MAX_MEDIA_TYPE || media_type.contains(';') {
+            return Err(SealError::BadContentType);
+        }
+        let content_type = bound_content_type(media_type, &routing_bytes);
+        let draft = Draft { id, content_type: &content_type, body };
+        let envelope = agentfw_core::seal::seal(keys, recipient, &draft, limits, now, rng)?;
+        Ok(Self { routing, routing_bytes, envelope })
+    }
+
+    /// The longest media type [`Routed::seal`] takes.
+    pub const MAX_MEDIA_TYPE: usize = CONTENT_TYPE_MAX - 2 - ROUTING_PARAM.len() - 1 - 43;
+
+    /// BLAKE3 of the envelope's bytes, hex: how the relay tells a resend from a replay.
+    pub fn digest(&self) -> String {
+        blake3::hash(self.envelope.as_bytes()).to_hex().to_string()
+    }
+
+    /// The media type of the body, without the routing binding.
+    pub fn media_type(&self) -> &str {
+        let ct = &self.envelope.header().content_type;
+        ct.rsplit_once("; ").map_or(ct.as_str(), |(m, _)| m)
     }
 
     /// Checks everything a relay or a recipient can check without opening the envelope:
-    /// the envelope's sender is `sender`, the routing is signed by it and names this very
-    /// envelope, and the envelope's own signature verifies.
+    /// the envelope's sender is `sender`, the envelope was sealed with this routing, and
+    /// the sender's signature verifies (which authenticates both).
     pub fn verify(&self, sender: &PublicBundle) -> Result<(), FrameError> {
         if self.envelope.header().sender != sender.device() {
             return Err(FrameError::SenderMismatch);
         }
-        sender
-            .verify_statement(ROUTING_CONTEXT, &self.routing_bytes, &self.signature)
-            .map_err(|_| FrameError::BadRoutingSignature)?;
-        if self.routing.message != self.envelope.header().id
-            || self.routing.digest != digest_hex(self.envelope.as_bytes())
-        {
+        let ct = &self.envelope.header().content_type;
+        let media_type = ct.rsplit_once("; ").map_or("", |(m, _)| m);
+        if media_type.is_empty() || *ct != bound_content_type(media_type, &self.routing_bytes) {
             return Err(FrameError::RoutingMismatch);
         }
         self.envelope.verify_signed_by(sender).map_err(FrameError::Envelope)
@@ -166,7 +193,7 @@ impl Routed {
     }
 
     fn body_len(&self) -> usize {
-        2 + self.routing_bytes.len() + SIGNATURE_LEN + self.envelope.size()
+        2 + self.routing_bytes.len() + self.envelope.size()
     }
 
     fn write_body(&self, out: &mut Vec<u8>) {
@@ -174,24 +201,21 @@ impl Routed {
         // refused by the relay as bad routing.
         out.extend_from_slice(&u16::try_from(self.routing_bytes.len()).unwrap_or(u16::MAX).to_be_bytes());
         out.extend_from_slice(&self.routing_bytes);
-        out.extend_from_slice(&self.signature);
         out.extend_from_slice(self.envelope.as_bytes());
     }
 
-    /// Parses a frame body (routing, signature, envelope).
+    /// Parses a frame body (routing, envelope).
     fn parse_body(body: &[u8], limits: &Limits) -> Result<Self, FrameError> {
         let (len, rest) = body.split_at_checked(2).ok_or(FrameError::Truncated)?;
         let len = usize::from(u16::from_be_bytes(len.try_into().map_err(|_| FrameError::Truncated)?));
         if len == 0 || len > MAX_ROUTING {
             return Err(FrameError::BadRouting(format!("routing is {len} bytes; it must be 1 to {MAX_ROUTING}")));
         }
-        let (routing_bytes, rest) = rest.split_at_checked(len).ok_or(FrameError::Truncated)?;
-        let (signature, envelope) = rest.split_at_checked(SIGNATURE_LEN).ok_or(FrameError::Truncated)?;
-        let signature: [u8; SIGNATURE_LEN] = signature.try_into().map_err(|_| FrameError::Truncated)?;
+        let (routing_bytes, envelope) = rest.split_at_checked(len).ok_or(FrameError::Truncated)?;
         let routing: Routing =
             serde_json::from_slice(routing_bytes).map_err(|e| FrameError::BadRouting(short(&e.to_string())))?;
         let envelope = Envelope::from_bytes(envelope, limits).map_err(FrameError::Envelope)?;
-        Ok(Self { routing, routing_bytes: routing_bytes.to_vec(), signature, envelope })
+        Ok(Self { routing, routing_bytes: routing_bytes.to_vec(), envelope })
     }
 }
 
@@ -279,9 +303,7 @@ pub enum FrameError {
     WrongKind(u8),
     #[error("bad routing: {0}")]
     BadRouting(String),
-    #[error("the routing's signature does not verify")]
-    BadRoutingSignature,
-    #[error("the routing names another envelope")]
+    #[error("the envelope was not sealed with this routing")]
     RoutingMismatch,
     #[error("the envelope's sender is not the device that sent it")]
     SenderMismatch,
@@ -296,7 +318,6 @@ impl FrameError {
             FrameError::NotAFrame | FrameError::Truncated | FrameError::WrongKind(_) => codes::BAD_FRAME,
             FrameError::UnsupportedVersion(_) => codes::UNSUPPORTED_VERSION,
             FrameError::BadRouting(_) | FrameError::RoutingMismatch => codes::BAD_ROUTING,
-            FrameError::BadRoutingSignature => codes::BAD_SIGNATURE,
             FrameError::SenderMismatch => codes::SENDER_MISMATCH,
             FrameError::Envelope(e) => match e {
                 OpenError::TooLarge { .. } => codes::TOO_LARGE,
@@ -341,6 +362,8 @@ pub mod codes {
     pub const IDLE: &str = "relay.idle";
     pub const UNAVAILABLE: &str = "relay.unavailable";
     pub const SHUTDOWN: &str = "relay.shutdown";
+    pub const REPLACED: &str = "relay.replaced";
+    pub const ROTATED: &str = "relay.rotated";
 }
 
 /// Bytes as base64url without padding, for JSON.
@@ -522,8 +545,6 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
     use super::*;
-    use agentfw_core::seal::{Draft, seal};
-    use agentfw_core::time::Timestamp;
     use rand_chacha::ChaCha20Rng;
     use rand_core::SeedableRng;
 
@@ -534,17 +555,19 @@ mod tests {
         let alice = DeviceKeys::generate(T0, &mut rng);
         let bob = DeviceKeys::generate(T0, &mut rng);
         let id = MessageId::generate(T0, &mut rng);
-        let draft = Draft { id, content_type: "text/plain", body: b"hello" };
-        let envelope = seal(&alice, bob.public(), &draft, &Limits::default(), T0, &mut rng).unwrap();
         let from = Agent::new("claude:web:1:1", "claude", "web");
         let to = Agent::new("codex:api:2:2", "codex", "api");
-        let routed = Routed::new(&alice, from, to, envelope);
+        let routed =
+            Routed::seal(&alice, bob.public(), from, to, id, "text/plain", b"hello", &Limits::default(), T0, &mut rng)
+                .unwrap();
         (alice, bob, routed)
     }
 
     #[test]
     fn frames_round_trip_and_verify() {
         let (alice, _bob, routed) = routed();
+        assert_eq!(routed.media_type(), "text/plain");
+        assert!(routed.envelope.header().content_type.starts_with("text/plain; agentfw-routing="));
         let frame = routed.to_submit_frame();
         let body = SubmitFrame::check_head(&frame).unwrap();
         let parsed = SubmitFrame::parse_body(body, &Limits::default()).unwrap();
@@ -566,15 +589,14 @@ mod tests {
         assert_eq!(parsed.verify(bob.public()).unwrap_err(), FrameError::SenderMismatch);
         let mut bad = frame.clone();
         let at = frame.windows(3).position(|w| w == b"web").unwrap();
-        bad[at] = b'w';
         bad[at + 2] = b'x';
         let parsed = SubmitFrame::parse_body(SubmitFrame::check_head(&bad).unwrap(), &Limits::default()).unwrap();
-        assert_eq!(parsed.verify(alice.public()).unwrap_err(), FrameError::BadRoutingSignature);
+        assert_eq!(parsed.verify(alice.public()).unwrap_err(), FrameError::RoutingMismatch);
         let mut bad = frame.clone();
         let n = bad.len();
         bad[n - 70] ^= 1;
         let parsed = SubmitFrame::parse_body(SubmitFrame::check_head(&bad).unwrap(), &Limits::default()).unwrap();
-        assert_eq!(parsed.verify(alice.public()).unwrap_err(), FrameError::RoutingMismatch);
+        assert_eq!(parsed.verify(alice.public()).unwrap_err(), FrameError::Envelope(OpenError::BadSignature));
         assert_eq!(SubmitFrame::check_head(b"GET / HTTP/1.1").unwrap_err(), FrameError::NotAFrame);
         assert_eq!(SubmitFrame::check_head(b"AFWR").unwrap_err(), FrameError::Truncated);
         let mut v2 = frame.clone();
@@ -582,6 +604,22 @@ mod tests {
         assert_eq!(SubmitFrame::check_head(&v2).unwrap_err(), FrameError::UnsupportedVersion(2));
         let deliver = DeliverFrame::encode(1, &routed.body_bytes());
         assert_eq!(SubmitFrame::check_head(&deliver).unwrap_err(), FrameError::WrongKind(2));
+        // A media type that leaves no room for the binding is refused when sealing.
+        let mut rng = ChaCha20Rng::seed_from_u64(4);
+        let long = "x".repeat(Routed::MAX_MEDIA_TYPE + 1);
+        let r = Routed::seal(
+            &alice,
+            bob.public(),
+            routed.routing.from.clone(),
+            routed.routing.to.clone(),
+            MessageId::generate(T0, &mut rng),
+            &long,
+            b"",
+            &Limits::default(),
+            T0,
+            &mut rng,
+        );
+        assert_eq!(r.unwrap_err(), SealError::BadContentType);
     }
 
     #[test]

@@ -446,14 +446,31 @@ impl Store {
     // ---- agents ---------------------------------------------------------------------
 
     /// The agents live on `device` now; agents it listed before and not now are marked
-    /// gone. An agent another device already has is left alone and returned.
+    /// gone. An agent another device already has is left alone and returned. `None`:
+    /// nothing changed.
     pub async fn set_agents(
         &self,
         device: DeviceId,
         agents: &[Agent],
         now: Timestamp,
         instance: &str,
-    ) -> Result<Vec<Agent>, StoreError> {
+    ) -> Result<Option<Vec<Agent>>, StoreError> {
+        // The same list as now (a reconnect): nothing to write or tell anyone.
+        let mut now_live: Vec<(String, String, String, String)> = self
+            .agents_of(device)
+            .await?
+            .into_iter()
+            .filter(|r| r.live)
+            .map(|r| (r.agent.id.to_string(), r.agent.kind, r.agent.project, r.agent.machine))
+            .collect();
+        let mut wanted: Vec<(String, String, String, String)> =
+            agents.iter().map(|a| (a.id.to_string(), a.kind.clone(), a.project.clone(), a.machine.clone())).collect();
+        now_live.sort();
+        wanted.sort();
+        wanted.dedup();
+        if now_live == wanted {
+            return Ok(None);
+        }
         let id = device.to_string();
         let mut refused = Vec::new();
         with_pool!(self, pool => {
@@ -482,7 +499,7 @@ impl Store {
             notify!(self, &mut *tx, &Note::Device(device), instance);
             tx.commit().await?;
         });
-        Ok(refused)
+        Ok(Some(refused))
     }
 
     pub async fn agents(&self) -> Result<Vec<AgentRow>, StoreError> {
@@ -1042,7 +1059,7 @@ struct ConversationUpdate {
 /// One update per pair of agents for a batch of audit records, in record order.
 fn conversation_updates(records: &[&AuditRecord]) -> Vec<ConversationUpdate> {
     let mut by_pair: BTreeMap<(String, String), ConversationUpdate> = BTreeMap::new();
-    for r in records {
+    for r in records.iter().filter(|r| !r.from.is_empty() && !r.to.is_empty()) {
         let (a, a_label, b, b_label) = if r.from <= r.to {
             (&r.from, &r.from_label, &r.to, &r.to_label)
         } else {

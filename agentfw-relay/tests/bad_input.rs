@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentfw_core::message::{Agent, MessageId};
-use agentfw_core::seal::{self, DeviceKeys, Draft, Envelope, Limits, PublicBundle};
+use agentfw_core::seal::{DeviceKeys, Limits, PublicBundle};
 use agentfw_core::time::Timestamp;
 use agentfw_relay::client::{Client, Incoming, http};
 use agentfw_relay::protocol::{self, AUTH_CONTEXT, ENROLL_CONTEXT, Routed, ToRelay, VERSION, auth_message};
@@ -86,19 +86,30 @@ fn base64_decode(s: &str) -> Vec<u8> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s).unwrap()
 }
 
-fn sealed(from: &DeviceKeys, to: &PublicBundle, body: &[u8], at: Timestamp, seed: u64) -> Envelope {
+/// An envelope from `from` to `to`, routed from web to api, sealed at `at`.
+fn sealed(from: &DeviceKeys, to: &PublicBundle, body: &[u8], at: Timestamp, seed: u64) -> Routed {
+    sealed_between(agents(), from, to, body, at, seed)
+}
+
+fn sealed_between(
+    (a, b): (Agent, Agent),
+    from: &DeviceKeys,
+    to: &PublicBundle,
+    body: &[u8],
+    at: Timestamp,
+    seed: u64,
+) -> Routed {
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let draft = Draft { id: MessageId::generate(at, &mut rng), content_type: CONTENT_TYPE, body };
-    seal::seal(from, to, &draft, &Limits { max_plaintext: 1 << 20 }, at, &mut rng).unwrap()
+    let id = MessageId::generate(at, &mut rng);
+    Routed::seal(from, to, a, b, id, CONTENT_TYPE, body, &Limits { max_plaintext: 1 << 20 }, at, &mut rng).unwrap()
 }
 
 fn agents() -> (Agent, Agent) {
     (agent("web", "claude", "a"), agent("api", "codex", "b"))
 }
 
-fn frame(keys: &DeviceKeys, envelope: Envelope) -> Message {
-    let (from, to) = agents();
-    Message::Binary(Routed::new(keys, from, to, envelope).to_submit_frame().into())
+fn frame(routed: &Routed) -> Message {
+    Message::Binary(routed.to_submit_frame().into())
 }
 
 /// A second pair of devices whose traffic must not be disturbed.
@@ -201,61 +212,54 @@ async fn forged_and_mismatched_envelopes_are_refused_and_the_connection_stays() 
     let mut ws = login(&relay, &a).await;
     let t = clock::now();
 
-    // The envelope's own signature is forged (the routing is signed, over the forged bytes).
+    // The envelope's signature does not verify (a flipped ciphertext byte).
     let good = sealed(&a, b.public(), b"hello", t, 1);
-    let mut bytes = good.as_bytes().to_vec();
-    let n = bytes.len();
-    bytes[n - 80] ^= 1;
-    let forged = Envelope::from_bytes(&bytes, &Limits::default()).unwrap();
-    ws.send(frame(&a, forged)).await.unwrap();
+    let mut forged = good.to_submit_frame();
+    let n = forged.len();
+    forged[n - 80] ^= 1;
+    ws.send(Message::Binary(forged.into())).await.unwrap();
     let r = next_of(&mut ws, "refused").await;
-    assert_eq!(
-        (r["code"].as_str(), r["id"].as_str()),
-        (Some("relay.bad_signature"), Some(good.header().id.to_string().as_str()))
-    );
+    let id = good.envelope.header().id.to_string();
+    assert_eq!((r["code"].as_str(), r["id"].as_str()), (Some("relay.bad_signature"), Some(id.as_str())));
     assert_eq!(r["reason"], "signature does not verify");
 
-    // The routing is signed by someone else.
-    let (from, to) = agents();
-    let routed = Routed::new(&mallory, from.clone(), to.clone(), sealed(&a, b.public(), b"hi", t, 2));
-    ws.send(Message::Binary(routed.to_submit_frame().into())).await.unwrap();
+    // The routing was changed on the way: web's message claims to come from "wex".
+    let mut changed = sealed(&a, b.public(), b"hi", t, 2).to_submit_frame();
+    let at = changed.windows(4).position(|w| w == b"\"web").unwrap();
+    changed[at + 3] = b'x';
+    ws.send(Message::Binary(changed.into())).await.unwrap();
     let r = next_of(&mut ws, "refused").await;
-    assert_eq!(r["code"], "relay.bad_signature");
-    assert_eq!(r["reason"], "the routing's signature does not verify");
+    assert_eq!(r["code"], "relay.bad_routing");
+    assert_eq!(r["reason"], "the envelope was not sealed with this routing");
 
-    // The routing names another envelope.
-    let other = sealed(&a, b.public(), b"other", t, 3);
-    let mut frame_bytes =
-        Routed::new(&a, from.clone(), to.clone(), sealed(&a, b.public(), b"x", t, 4)).to_submit_frame();
-    let env_len = other.size();
-    let split = frame_bytes.len() - sealed(&a, b.public(), b"x", t, 4).size();
-    frame_bytes.truncate(split);
-    frame_bytes.extend_from_slice(other.as_bytes());
-    assert_eq!(env_len, other.as_bytes().len());
-    ws.send(Message::Binary(frame_bytes.into())).await.unwrap();
+    // A routing taken from one envelope and put in front of another.
+    let (ops, api) = (agent("ops", "gemini", "a"), agent("api", "codex", "b"));
+    let other = sealed_between((ops, api), &a, b.public(), b"other", t, 3);
+    let mut spliced = sealed(&a, b.public(), b"x", t, 4).to_submit_frame();
+    let envelope_at = spliced.len() - sealed(&a, b.public(), b"x", t, 4).envelope.size();
+    spliced.truncate(envelope_at);
+    spliced.extend_from_slice(other.envelope.as_bytes());
+    ws.send(Message::Binary(spliced.into())).await.unwrap();
     assert_eq!(next_of(&mut ws, "refused").await["code"], "relay.bad_routing");
 
     // Another device's envelope, sent over this device's connection.
-    ws.send(frame(&b, sealed(&b, a.public(), b"not mine", t, 5))).await.unwrap();
+    ws.send(frame(&sealed(&b, a.public(), b"not mine", t, 5))).await.unwrap();
     assert_eq!(next_of(&mut ws, "refused").await["code"], "relay.sender_mismatch");
 
     // To a device that is not enrolled.
-    ws.send(frame(&a, sealed(&a, mallory.public(), b"who?", t, 6))).await.unwrap();
+    ws.send(frame(&sealed(&a, mallory.public(), b"who?", t, 6))).await.unwrap();
     assert_eq!(next_of(&mut ws, "refused").await["code"], "relay.unknown_recipient");
 
     // Malformed envelope bytes inside a well-formed frame.
-    let mut broken = Routed::new(&a, from, to, good.clone()).to_submit_frame();
+    let mut broken = good.to_submit_frame();
     broken.truncate(broken.len() - 10);
     ws.send(Message::Binary(broken.into())).await.unwrap();
     assert_eq!(next_of(&mut ws, "refused").await["code"], "relay.bad_envelope");
 
     // After all that, the connection still carries a good envelope.
-    ws.send(frame(&a, good.clone())).await.unwrap();
+    ws.send(frame(&good)).await.unwrap();
     let stored = next_of(&mut ws, "stored").await;
-    assert_eq!(
-        (stored["id"].as_str(), stored["duplicate"].as_bool()),
-        (Some(good.header().id.to_string().as_str()), Some(false))
-    );
+    assert_eq!((stored["id"].as_str(), stored["duplicate"].as_bool()), (Some(id.as_str()), Some(false)));
     relay.shutdown().await;
 }
 
@@ -268,23 +272,23 @@ async fn replays_resends_and_stale_envelopes() {
     let t = clock::now();
     let envelope = sealed(&a, b.public(), b"once", t, 1);
 
-    ws.send(frame(&a, envelope.clone())).await.unwrap();
+    ws.send(frame(&envelope)).await.unwrap();
     assert_eq!(next_of(&mut ws, "stored").await["duplicate"], false);
     // The same bytes again (a resend, or a replay): stored once, answered as a duplicate.
-    ws.send(frame(&a, envelope.clone())).await.unwrap();
+    ws.send(frame(&envelope)).await.unwrap();
     assert_eq!(next_of(&mut ws, "stored").await["duplicate"], true);
     // The same message id for other bytes: refused.
     let reused = sealed(&a, b.public(), b"different", t, 1);
-    assert_eq!(reused.header().id, envelope.header().id);
-    ws.send(frame(&a, reused)).await.unwrap();
+    assert_eq!(reused.envelope.header().id, envelope.envelope.header().id);
+    ws.send(frame(&reused)).await.unwrap();
     let r = next_of(&mut ws, "refused").await;
     assert_eq!(r["code"], "relay.replayed", "{r}");
     // Too old, and dated in the future.
-    ws.send(frame(&a, sealed(&a, b.public(), b"old", Timestamp::from_millis(t.as_millis() - 2 * 3600 * 1000), 2)))
+    ws.send(frame(&sealed(&a, b.public(), b"old", Timestamp::from_millis(t.as_millis() - 2 * 3600 * 1000), 2)))
         .await
         .unwrap();
     assert_eq!(next_of(&mut ws, "refused").await["code"], "relay.expired");
-    ws.send(frame(&a, sealed(&a, b.public(), b"later", Timestamp::from_millis(t.as_millis() + 3600 * 1000), 3)))
+    ws.send(frame(&sealed(&a, b.public(), b"later", Timestamp::from_millis(t.as_millis() + 3600 * 1000), 3)))
         .await
         .unwrap();
     assert_eq!(next_of(&mut ws, "refused").await["code"], "relay.not_yet_valid");
@@ -296,7 +300,7 @@ async fn replays_resends_and_stale_envelopes() {
     while let Ok(Some(Ok(m))) = tokio::time::timeout(Duration::from_millis(500), wb.next()).await {
         if let Message::Binary(bytes) = m {
             let f = protocol::DeliverFrame::parse(&bytes, &Limits::default()).unwrap();
-            assert_eq!(f.routed.envelope.header().id, envelope.header().id);
+            assert_eq!(f.routed.envelope.header().id, envelope.envelope.header().id);
             delivered += 1;
         }
     }
@@ -317,7 +321,7 @@ async fn oversized_envelopes_and_floods_are_refused() {
 
     // A body over the limit, in a frame the relay still reads: refused, connection kept.
     let mut ws = login(&relay, &a).await;
-    ws.send(frame(&a, sealed(&a, b.public(), &vec![b'x'; 64 * 1024 + 1], t, 1))).await.unwrap();
+    ws.send(frame(&sealed(&a, b.public(), &vec![b'x'; 64 * 1024 + 1], t, 1))).await.unwrap();
     let r = next_of(&mut ws, "refused").await;
     assert_eq!(r["code"], "relay.too_large", "{r}");
     assert!(r["reason"].as_str().unwrap().contains("over the size limit"), "{r}");
@@ -325,7 +329,7 @@ async fn oversized_envelopes_and_floods_are_refused() {
     // Floods: past the burst, refused with when to retry.
     let mut limited = 0;
     for i in 0..12 {
-        ws.send(frame(&a, sealed(&a, b.public(), b"flood", t, 10 + i))).await.unwrap();
+        ws.send(frame(&sealed(&a, b.public(), b"flood", t, 10 + i))).await.unwrap();
     }
     for _ in 0..12 {
         let v = next(&mut ws).await;
@@ -357,13 +361,12 @@ async fn a_slow_client_is_disconnected_and_nobody_else_notices() {
     let slow_ws = login(&relay, &slow).await;
     let (client, mut incoming) = Client::connect(client_config(&relay.url()), a.clone());
     client.wait_connected().await.unwrap();
-    let (from, to) = agents();
     let body = vec![b'z'; 60 * 1024];
     let mut pending = futures_util::stream::FuturesUnordered::new();
     for i in 0..400 {
         let e = sealed(&a, slow.public(), &body, clock::now(), 1000 + i);
-        let (client, from, to) = (client.clone(), from.clone(), to.clone());
-        pending.push(async move { client.submit(from, to, e).await });
+        let client = client.clone();
+        pending.push(async move { client.submit(&e).await });
     }
     while let Some(r) = pending.next().await {
         r.unwrap();

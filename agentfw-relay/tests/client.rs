@@ -9,10 +9,11 @@ use std::time::Duration;
 
 use agentfw_core::firewall::AdminAction;
 use agentfw_core::message::MessageId;
-use agentfw_core::seal::{self, Draft, Limits};
+use agentfw_core::seal::Limits;
 use agentfw_relay::Relay;
 use agentfw_relay::client::{Client, ClientError, Incoming, PolicyMirror, join};
 use agentfw_relay::clock;
+use agentfw_relay::protocol::Routed;
 use common::*;
 use rand_core::SeedableRng;
 use serde_json::json;
@@ -47,18 +48,13 @@ async fn the_client_waits_for_the_relay_keeps_submissions_and_delivers_them_once
     let (web, api) = (agent("web", "claude", "a"), agent("api", "codex", "b"));
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
     let id = MessageId::generate(clock::now(), &mut rng);
-    let envelope = seal::seal(
-        &a,
-        b.public(),
-        &Draft { id, content_type: CONTENT_TYPE, body: b"queued" },
-        &Limits::default(),
-        clock::now(),
-        &mut rng,
-    )
-    .unwrap();
+    let (now, limits) = (clock::now(), Limits::default());
+    let routed =
+        Routed::seal(&a, b.public(), web.clone(), api.clone(), id, CONTENT_TYPE, b"queued", &limits, now, &mut rng)
+            .unwrap();
     let submit = {
-        let (client, web, api) = (client.clone(), web.clone(), api.clone());
-        tokio::spawn(async move { client.submit(web, api, envelope).await })
+        let client = client.clone();
+        tokio::spawn(async move { client.submit(&routed).await })
     };
     assert!(matches!(client.lookup(vec![b.device()]).await, Err(ClientError::NotConnected)));
     tokio::time::sleep(Duration::from_millis(400)).await;

@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use agentfw_core::firewall::Accepted;
 use agentfw_core::message::MessageId;
-use agentfw_core::seal::{self, Draft, Limits};
+use agentfw_core::seal::Limits;
 use agentfw_relay::client::ClientError;
 use agentfw_relay::clock;
+use agentfw_relay::protocol::Routed;
 use common::*;
 use rand_core::SeedableRng;
 
@@ -45,13 +46,14 @@ async fn a_relay_killed_in_the_middle_of_traffic_loses_and_duplicates_nothing_it
             ..template.clone()
         };
         let body = serde_json::to_vec(&message).unwrap();
-        let draft = Draft { id: message.id, content_type: CONTENT_TYPE, body: &body };
-        envelopes
-            .push((message.id, seal::seal(&a.keys, &bundle, &draft, &Limits::default(), now(), &mut rng).unwrap()));
+        let (from, to, id) = (message.from.clone(), message.to.clone(), message.id);
+        let routed =
+            Routed::seal(&a.keys, &bundle, from, to, id, CONTENT_TYPE, &body, &Limits::default(), now(), &mut rng)
+                .unwrap();
+        envelopes.push((id, routed));
     }
     let sent_ids: BTreeSet<MessageId> = envelopes.iter().map(|(id, _)| *id).collect();
     let client = a.client.clone();
-    let (from, to) = (web.clone(), api.clone());
     // A steady stream: one submission every half millisecond, each waiting for its answer, so that at
     // any moment some are in flight (sent, stored, or stored and not yet answered).
     let sender = tokio::spawn(async move {
@@ -59,10 +61,10 @@ async fn a_relay_killed_in_the_middle_of_traffic_loses_and_duplicates_nothing_it
             .into_iter()
             .enumerate()
             .map(|(i, (id, e))| {
-                let (client, from, to) = (client.clone(), from.clone(), to.clone());
+                let client = client.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_micros(500 * i as u64)).await;
-                    (id, client.submit(from, to, e).await)
+                    (id, client.submit(&e).await)
                 })
             })
             .collect();

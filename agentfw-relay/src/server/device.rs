@@ -28,7 +28,6 @@ use crate::protocol::{
     self, AUTH_CONTEXT, BundleEntry, DeliverFrame, FrameError, SubmitFrame, ToDevice, ToRelay, VERSION, auth_message,
     codes,
 };
-use crate::ratelimit::TokenBucket;
 use crate::store::{DeviceRow, NewMessage, Stored};
 
 /// Close codes (RFC 6455): policy violation, protocol error, message too big, going away.
@@ -47,9 +46,12 @@ pub(super) async fn connect(
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
 ) -> Response {
     let max = protocol::max_frame(&shared.config.limits);
-    ws.max_message_size(max).max_frame_size(max).on_upgrade(move |socket| async move {
-        run(shared, socket, peer).await;
-    })
+    // Small buffers: a thousand idle devices should cost little; they grow for big frames.
+    ws.max_message_size(max).max_frame_size(max).read_buffer_size(16 * 1024).write_buffer_size(16 * 1024).on_upgrade(
+        move |socket| async move {
+            run(shared, socket, peer).await;
+        },
+    )
 }
 
 type Pending<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
@@ -196,7 +198,6 @@ struct Conn {
     queue: BTreeMap<u64, Arc<Vec<u8>>>,
     need_scan: bool,
     policy_seq: u64,
-    bucket: TokenBucket,
     last_heard: Instant,
     stores: FuturesUnordered<StoreWait>,
     acks: FuturesUnordered<AckWait>,
@@ -205,7 +206,6 @@ struct Conn {
 
 impl Conn {
     fn new(shared: Arc<Shared>, device: DeviceId, out: mpsc::Sender<Message>) -> Self {
-        let (rate, burst) = (shared.config.rate_per_second, shared.config.burst);
         Self {
             shared,
             device,
@@ -215,7 +215,6 @@ impl Conn {
             queue: BTreeMap::new(),
             need_scan: true,
             policy_seq: 0,
-            bucket: TokenBucket::new(rate, burst, clock::instant()),
             last_heard: clock::instant(),
             stores: FuturesUnordered::new(),
             acks: FuturesUnordered::new(),
@@ -233,8 +232,9 @@ impl Conn {
         let welcome = ToDevice::Welcome { device: self.device, limits: self.shared.wire_limits() };
         self.send(&welcome);
         self.send_policy_reset();
-        let directory = self.shared.directory_frame();
-        self.send(&directory);
+        for frame in self.shared.directory_frames() {
+            self.send(&frame);
+        }
         let mut shutdown = self.shared.shutdown.clone();
         let mut heartbeat = tokio::time::interval(self.shared.config.heartbeat);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -242,7 +242,9 @@ impl Conn {
         let max_in_flight = self.shared.config.max_in_flight;
         loop {
             if let Some((code, reason, close_code)) = self.closing.take() {
-                self.send(&ToDevice::Error { code: code.to_owned(), reason: reason.clone() });
+                if close_code != 1000 || code == codes::ROTATED {
+                    self.send(&ToDevice::Error { code: code.to_owned(), reason: reason.clone() });
+                }
                 let _ = self.out.try_send(close(close_code, code));
                 return format!("{code}: {reason}");
             }
@@ -319,8 +321,9 @@ impl Conn {
             self.send_policy_reset();
         }
         if flags.directory_full.swap(false, Ordering::AcqRel) {
-            let directory = self.shared.directory_frame();
-            self.send(&directory);
+            for frame in self.shared.directory_frames() {
+                self.send(&frame);
+            }
         }
     }
 
@@ -490,7 +493,7 @@ impl Conn {
         };
         let id = routed.envelope.header().id;
         // Parsing is cheap; the signatures are not, so the rate limit comes before them.
-        if let Err(wait) = self.bucket.take(clock::instant()) {
+        if let Err(wait) = self.shared.take_token(self.device) {
             let ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX).max(1);
             let reason = format!("over {} envelopes a second; retry later", self.shared.config.rate_per_second);
             let mut r = refused(Some(id), codes::RATE_LIMITED, reason);
@@ -564,7 +567,7 @@ impl Conn {
                     sender: self.device,
                     recipient: header.recipient,
                     message_id: id.to_string(),
-                    digest: routed.routing.digest.clone(),
+                    digest: routed.digest(),
                     body: Arc::new(routed.body_bytes()),
                     sent_at: header.timestamp,
                     claim: from.clone(),
@@ -693,7 +696,8 @@ impl Conn {
             return;
         }
         match self.shared.store.set_agents(self.device, &agents, now(), &self.shared.instance).await {
-            Ok(taken) => {
+            Ok(None) => {}
+            Ok(Some(taken)) => {
                 for agent in taken {
                     self.send(&refused(
                         None,
@@ -768,7 +772,7 @@ impl Conn {
                         tracing::warn!(error = %e, "device cache not updated");
                     }
                 }
-                self.closing = Some(("relay.rotated", format!("keys rotated: log in again as {}", row.device), 1000));
+                self.closing = Some((codes::ROTATED, format!("keys rotated: log in again as {}", row.device), 1000));
             }
             Ok(false) => self.send(&refused(
                 None,

@@ -77,7 +77,7 @@ impl Hub {
         if let Ok(mut conns) = self.conns.lock() {
             let list = conns.entry(device).or_default();
             for old in list.drain(..) {
-                close(&old.flags, crate::protocol::codes::HANDSHAKE, "replaced by a newer connection of this device");
+                close(&old.flags, crate::protocol::codes::REPLACED, "replaced by a newer connection of this device");
             }
             list.push(Handle { id, tx, flags: flags.clone() });
         }

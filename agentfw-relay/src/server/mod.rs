@@ -111,6 +111,9 @@ pub enum RelayError {
     Invalid(String),
 }
 
+/// About how many bytes of directory one frame carries.
+const DIRECTORY_CHUNK: usize = 12 * 1024;
+
 /// A device as the relay knows it.
 #[derive(Clone, Debug)]
 pub(crate) struct DeviceInfo {
@@ -130,6 +133,8 @@ pub(crate) struct Shared {
     pub devices: RwLock<HashMap<DeviceId, DeviceInfo>>,
     pub agents: RwLock<HashMap<AgentId, AgentRow>>,
     pub admin_hash: RwLock<blake3::Hash>,
+    /// Per-device rate limits, kept across a device's reconnects.
+    buckets: std::sync::Mutex<HashMap<DeviceId, crate::ratelimit::TokenBucket>>,
     pub shutdown: watch::Receiver<bool>,
     /// Names this instance in notifications, so it ignores its own.
     pub instance: String,
@@ -218,6 +223,7 @@ impl Relay {
             devices: RwLock::new(HashMap::new()),
             agents: RwLock::new(HashMap::new()),
             admin_hash: RwLock::new(admin_hash),
+            buckets: std::sync::Mutex::new(HashMap::new()),
             shutdown: shutdown_rx,
             instance,
         });
@@ -396,12 +402,44 @@ impl Shared {
         Ok(())
     }
 
-    /// The whole directory as a frame.
-    pub fn directory_frame(&self) -> ToDevice {
-        let devices =
-            self.devices.read().map(|d| d.values().map(|i| device_entry(&i.row)).collect()).unwrap_or_default();
-        let agents = self.agents.read().map(|a| a.values().map(agent_entry).collect()).unwrap_or_default();
-        ToDevice::Directory { full: true, devices, agents }
+    /// The whole directory: every device with live agents, and those agents. Split into
+    /// frames of about [`DIRECTORY_CHUNK`] bytes, the first `full` and the rest changes
+    /// (each device's agents in one frame), so a large team does not make every login
+    /// send, and every connection keep a buffer for, one huge frame. Devices without live
+    /// agents are left out: `lookup` answers for them.
+    pub fn directory_frames(&self) -> Vec<ToDevice> {
+        let devices: HashMap<DeviceId, DeviceEntry> = self
+            .devices
+            .read()
+            .map(|d| d.values().map(|i| (i.row.device, device_entry(&i.row))).collect())
+            .unwrap_or_default();
+        let mut by_device: std::collections::BTreeMap<DeviceId, Vec<AgentEntry>> = std::collections::BTreeMap::new();
+        if let Ok(agents) = self.agents.read() {
+            for a in agents.values().filter(|a| a.live) {
+                by_device.entry(a.device).or_default().push(agent_entry(a));
+            }
+        }
+        let mut frames = Vec::new();
+        let (mut chunk_devices, mut chunk_agents, mut size) = (Vec::new(), Vec::new(), 0usize);
+        for (device, agents) in by_device {
+            let Some(entry) = devices.get(&device) else { continue };
+            size += 120 + agents.iter().map(|a| 160 + a.agent.id.as_str().len() + a.agent.project.len()).sum::<usize>();
+            chunk_devices.push(entry.clone());
+            chunk_agents.extend(agents);
+            if size >= DIRECTORY_CHUNK {
+                let full = frames.is_empty();
+                frames.push(ToDevice::Directory {
+                    full,
+                    devices: std::mem::take(&mut chunk_devices),
+                    agents: std::mem::take(&mut chunk_agents),
+                });
+                size = 0;
+            }
+        }
+        if frames.is_empty() || !chunk_devices.is_empty() {
+            frames.push(ToDevice::Directory { full: frames.is_empty(), devices: chunk_devices, agents: chunk_agents });
+        }
+        frames
     }
 
     /// Appends a policy change and applies it here; other instances follow on the note.
@@ -448,6 +486,14 @@ impl Shared {
         if let Err(e) = self.writer.audit(records).await {
             tracing::warn!(error = %e, "audit record not written");
         }
+    }
+
+    /// Takes one envelope from `device`'s allowance, or says how long until there is one.
+    pub fn take_token(&self, device: DeviceId) -> Result<(), Duration> {
+        let now = clock::instant();
+        let Ok(mut buckets) = self.buckets.lock() else { return Ok(()) };
+        let (rate, burst) = (self.config.rate_per_second, self.config.burst);
+        buckets.entry(device).or_insert_with(|| crate::ratelimit::TokenBucket::new(rate, burst, now)).take(now)
     }
 
     pub fn check_admin_token(&self, token: &str) -> bool {

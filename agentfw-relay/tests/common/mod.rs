@@ -14,9 +14,10 @@ use agentfw_core::firewall::{
 };
 use agentfw_core::message::{Agent, MessageId};
 use agentfw_core::policy::{MessageView, RuleVerdict, Rules, Stage};
-use agentfw_core::seal::{self, DeviceId, DeviceKeys, Draft, Keyring, Limits, OpenError, ReplayCache, Rotation};
+use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, OpenError, ReplayCache, Rotation};
 use agentfw_core::time::Timestamp;
 use agentfw_relay::client::{Client, ClientConfig, Directory, Incoming, PolicyMirror, http};
+use agentfw_relay::protocol::Routed;
 use agentfw_relay::{Config, Relay, clock};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -301,14 +302,21 @@ impl Daemon {
         self.learn(device).await;
         let bundle = self.keyring.active(device).cloned().expect("the recipient's bundle");
         let body = serde_json::to_vec(&message).unwrap();
-        let draft = Draft { id: message.id, content_type: CONTENT_TYPE, body: &body };
-        let envelope =
-            seal::seal(&self.keys, &bundle, &draft, &Limits::default(), clock::now(), &mut self.rng).unwrap();
-        self.client
-            .submit(message.from.clone(), message.to.clone(), envelope)
-            .await
-            .map(|_| ())
-            .map_err(|e| format!("{}: {e}", e.code().unwrap_or("client")))
+        let (from, to, id) = (message.from.clone(), message.to.clone(), message.id);
+        let routed = Routed::seal(
+            &self.keys,
+            &bundle,
+            from,
+            to,
+            id,
+            CONTENT_TYPE,
+            &body,
+            &Limits::default(),
+            clock::now(),
+            &mut self.rng,
+        )
+        .unwrap();
+        self.client.submit(&routed).await.map(|_| ()).map_err(|e| format!("{}: {e}", e.code().unwrap_or("client")))
     }
 
     /// An agent here reads its inbox: each waiting message is judged again on delivery.
