@@ -223,6 +223,8 @@ impl Client {
             incoming: incoming_tx,
             connected: connected_tx,
             outstanding: BTreeMap::new(),
+            unsent: VecDeque::new(),
+            delayed: Vec::new(),
             acks: Vec::new(),
             reports: VecDeque::new(),
             agents: None,
@@ -320,9 +322,6 @@ fn retryable(code: &str) -> bool {
 struct Outstanding {
     frame: Arc<Vec<u8>>,
     reply: oneshot::Sender<Result<Submitted, ClientError>>,
-    /// Not before this instant (after a retryable refusal).
-    retry_at: Option<std::time::Instant>,
-    sent: bool,
 }
 
 struct Task {
@@ -332,6 +331,10 @@ struct Task {
     incoming: mpsc::Sender<Incoming>,
     connected: watch::Sender<bool>,
     outstanding: BTreeMap<MessageId, Outstanding>,
+    /// Outstanding submissions to send on this connection, in order.
+    unsent: VecDeque<MessageId>,
+    /// Submissions refused for now, to send again at the instant given.
+    delayed: Vec<(std::time::Instant, MessageId)>,
     acks: Vec<u64>,
     reports: VecDeque<Event>,
     agents: Option<Vec<Agent>>,
@@ -420,7 +423,8 @@ impl Task {
     fn queue(&mut self, command: Command) {
         match command {
             Command::Submit { id, frame, reply } => {
-                self.outstanding.insert(id, Outstanding { frame, reply, retry_at: None, sent: false });
+                self.outstanding.insert(id, Outstanding { frame, reply });
+                self.unsent.push_back(id);
             }
             Command::Ack(seq) => self.acks.push(seq),
             Command::Report(events) => {
@@ -529,9 +533,10 @@ impl Task {
         {
             return e;
         }
-        for o in self.outstanding.values_mut() {
-            o.sent = false;
-        }
+        // Everything not answered goes again on this connection (the relay recognises
+        // what it stored already); delayed ones wait for their time.
+        let delayed: std::collections::HashSet<MessageId> = self.delayed.iter().map(|(_, id)| *id).collect();
+        self.unsent = self.outstanding.keys().filter(|id| !delayed.contains(id)).copied().collect();
         if let Err(e) = self.flush(&mut socket).await {
             return e;
         }
@@ -584,7 +589,8 @@ impl Task {
     async fn command(&mut self, socket: &mut Socket, command: Command) -> Result<(), End> {
         match command {
             Command::Submit { id, frame, reply } => {
-                self.outstanding.insert(id, Outstanding { frame, reply, retry_at: None, sent: false });
+                self.outstanding.insert(id, Outstanding { frame, reply });
+                self.unsent.push_back(id);
             }
             Command::Lookup(devices, reply) => {
                 send_json(socket, &ToRelay::Lookup { devices }).await?;
@@ -622,17 +628,18 @@ impl Task {
             send_json(socket, &ToRelay::Report { events }).await?;
         }
         let now = clock::instant();
+        let (due, later): (Vec<_>, Vec<_>) = self.delayed.drain(..).partition(|(at, _)| *at <= now);
+        self.delayed = later;
+        self.unsent.extend(due.into_iter().map(|(_, id)| id));
         let mut sent = false;
-        for o in self.outstanding.values_mut() {
-            if !o.sent && o.retry_at.is_none_or(|t| t <= now) {
-                socket
-                    .feed(Message::Binary(o.frame.as_ref().clone().into()))
-                    .await
-                    .map_err(|e| End::Retry(format!("send failed: {e}")))?;
-                o.sent = true;
-                o.retry_at = None;
-                sent = true;
-            }
+        while let Some(id) = self.unsent.pop_front() {
+            // Answered meanwhile (a resend of something stored already) or gone.
+            let Some(o) = self.outstanding.get(&id) else { continue };
+            socket
+                .feed(Message::Binary(o.frame.as_ref().clone().into()))
+                .await
+                .map_err(|e| End::Retry(format!("send failed: {e}")))?;
+            sent = true;
         }
         if sent {
             socket.flush().await.map_err(|e| End::Retry(format!("send failed: {e}")))?;
@@ -682,9 +689,9 @@ impl Task {
             }
             ToDevice::Refused { id: Some(id), code, reason, retry_after_ms } => {
                 if retryable(&code) {
-                    if let Some(o) = self.outstanding.get_mut(&id) {
-                        o.sent = false;
-                        o.retry_at = Some(clock::instant() + Duration::from_millis(retry_after_ms.unwrap_or(1000)));
+                    if self.outstanding.contains_key(&id) {
+                        let at = clock::instant() + Duration::from_millis(retry_after_ms.unwrap_or(1000));
+                        self.delayed.push((at, id));
                     }
                 } else if let Some(o) = self.outstanding.remove(&id) {
                     let _ = o.reply.send(Err(ClientError::Refused { code, reason }));

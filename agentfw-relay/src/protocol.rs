@@ -453,8 +453,9 @@ pub enum ToDevice {
         reset: bool,
         actions: Vec<AdminAction>,
     },
-    /// Who is where. `full`: the whole directory, replacing earlier frames; otherwise
-    /// these entries changed.
+    /// Who is where. `full`: a new directory, replacing earlier frames (a large one
+    /// continues in frames without `full`); otherwise these entries changed. A frame that
+    /// lists a device lists all of that device's live agents.
     Directory {
         full: bool,
         devices: Vec<DeviceEntry>,

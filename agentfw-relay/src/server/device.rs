@@ -79,10 +79,18 @@ async fn run(shared: Arc<Shared>, socket: WebSocket, peer: SocketAddr) {
     // times out) without holding up anything else.
     let (out, mut out_rx) = mpsc::channel::<Message>(OUTBOUND);
     let send_timeout = shared.config.send_timeout;
+    // Whatever is queued goes out in one write (one flush for many frames).
     let mut writer = tokio::spawn(async move {
-        while let Some(message) = out_rx.recv().await {
-            let closing = matches!(message, Message::Close(_));
-            match tokio::time::timeout(send_timeout, sink.send(message)).await {
+        let mut batch = Vec::with_capacity(64);
+        while out_rx.recv_many(&mut batch, 64).await > 0 {
+            let closing = batch.iter().any(|m| matches!(m, Message::Close(_)));
+            let write = async {
+                for message in batch.drain(..) {
+                    sink.feed(message).await?;
+                }
+                sink.flush().await
+            };
+            match tokio::time::timeout(send_timeout, write).await {
                 Ok(Ok(())) if !closing => {}
                 Ok(Ok(())) => break,
                 Ok(Err(_)) => return "send failed",
