@@ -548,3 +548,42 @@ async fn revoked_and_rotated_keys_stop_working_at_once() {
 async fn a_incoming(d: &mut Daemon) -> Incoming {
     d.next_incoming().await
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_headers_are_cut_off_and_connections_are_capped() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let relay = relay_with(dir.path(), |c| {
+        c.header_timeout = Duration::from_millis(300);
+        c.max_connections = 4;
+    })
+    .await;
+    // A client that sends half a request line and then nothing: dropped after the timeout.
+    let mut slow = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
+    slow.write_all(b"GET /healthz HT").await.unwrap();
+    let started = clock::instant();
+    let mut buf = [0u8; 256];
+    let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut buf))
+        .await
+        .expect("the relay hangs up")
+        .unwrap_or(0);
+    let answer = String::from_utf8_lossy(&buf[..n]).to_string();
+    assert!(n == 0 || answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    // Four idle connections fill the relay; a fifth is turned away; one leaving makes room.
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        idle.push(tokio::net::TcpStream::connect(relay.addr()).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut turned_away = tokio::net::TcpStream::connect(relay.addr()).await.unwrap();
+    turned_away.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.ok();
+    let n = tokio::time::timeout(Duration::from_secs(5), turned_away.read(&mut buf)).await.unwrap().unwrap_or(0);
+    assert_eq!(n, 0, "turned away: {}", String::from_utf8_lossy(&buf[..n]));
+    drop(idle);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = http::request(&relay.url(), "GET", "/healthz", &[], Vec::new()).await.unwrap();
+    assert_eq!(r.status, 200);
+    relay.shutdown().await;
+}

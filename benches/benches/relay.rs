@@ -99,6 +99,18 @@ fn client_config(url: &str) -> ClientConfig {
     c
 }
 
+/// CPU time this process has used (user and system), from /proc (Linux).
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+/// CPU time per envelope over every sample, to print at the end: a figure that other
+/// work on a shared machine does not skew the way it skews elapsed time.
+static CPU: std::sync::Mutex<(Duration, u64)> = std::sync::Mutex::new((Duration::ZERO, 0));
+
 /// One sample: a fresh relay on `database_url`, every envelope through it; the time from
 /// the first submission to the last delivery.
 async fn relay_all(fleet: &Fleet, database_url: &str) -> Duration {
@@ -120,6 +132,7 @@ async fn relay_all(fleet: &Fleet, database_url: &str) -> Duration {
         senders.push((client, incoming));
     }
     let started = Instant::now();
+    let cpu_before = cpu_time();
     let receiving: Vec<_> = receivers
         .into_iter()
         .map(|(client, mut incoming)| {
@@ -160,6 +173,10 @@ async fn relay_all(fleet: &Fleet, database_url: &str) -> Duration {
     for r in receiving {
         last = last.max(r.await.unwrap());
     }
+    if let (Some(before), Some(after), Ok(mut cpu)) = (cpu_before, cpu_time(), CPU.lock()) {
+        cpu.0 += after.saturating_sub(before);
+        cpu.1 += (PAIRS * PER_SENDER) as u64;
+    }
     for (client, _) in senders {
         client.stop();
     }
@@ -181,6 +198,19 @@ fn throughput(c: &mut Criterion) {
     let mut group = c.benchmark_group("relay/throughput");
     group.sample_size(10).warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(10));
     group.throughput(Throughput::Elements((PAIRS * PER_SENDER) as u64));
+    let report = |name: &str| {
+        if let Ok(mut cpu) = CPU.lock() {
+            if cpu.1 > 0 {
+                let per = cpu.0.as_secs_f64() * 1e6 / cpu.1 as f64;
+                eprintln!(
+                    "relay/throughput/{name}: {per:.0} µs of CPU per envelope (relay and the simulated devices, one process): \
+                     {:.0} envelopes/s on two free cores",
+                    2e6 / per
+                );
+            }
+            *cpu = (Duration::ZERO, 0);
+        }
+    };
     group.bench_function("sqlite", |b| {
         b.iter_custom(|iters| {
             runtime.block_on(async {
@@ -193,6 +223,7 @@ fn throughput(c: &mut Criterion) {
             })
         });
     });
+    report("sqlite");
     if let Some(url) = std::env::var("AGENTFW_RELAY_TEST_DATABASE_URL").ok().filter(|u| !u.is_empty()) {
         group.bench_function("postgres", |b| {
             b.iter_custom(|iters| {
@@ -205,6 +236,7 @@ fn throughput(c: &mut Criterion) {
                 })
             });
         });
+        report("postgres");
     } else {
         eprintln!("relay/throughput/postgres skipped: AGENTFW_RELAY_TEST_DATABASE_URL is not set");
     }

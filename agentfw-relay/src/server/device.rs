@@ -20,7 +20,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 
 use super::hub::{Flags, Wake};
-use super::{DeviceInfo, Shared, now};
+use super::{DeviceInfo, Shared, now, stopped};
 use crate::audit::{AuditRecord, RELAY};
 use crate::clock;
 use crate::policy::Check;
@@ -109,10 +109,6 @@ async fn run(shared: Arc<Shared>, socket: WebSocket, peer: SocketAddr) {
     // Give the writer a moment to send the close frame.
     drop(conn);
     let _ = tokio::time::timeout(Duration::from_secs(2), writer).await;
-}
-
-async fn stopped(rx: &mut tokio::sync::watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stop| *stop).await.is_ok();
 }
 
 fn close(code: u16, reason: &str) -> Message {

@@ -57,6 +57,10 @@ pub struct Config {
     pub send_timeout: Duration,
     /// Every HTTP request (not the WebSocket) must finish within this long.
     pub http_timeout: Duration,
+    /// A connection must send its request headers within this long.
+    pub header_timeout: Duration,
+    /// Open TCP connections at once (devices, admins, anything); more are turned away.
+    pub max_connections: usize,
     /// How old an envelope may be when submitted, and how far in the future (TX4).
     pub max_age: Duration,
     pub max_skew: Duration,
@@ -87,6 +91,8 @@ impl Default for Config {
             heartbeat: Duration::from_secs(30),
             send_timeout: Duration::from_secs(30),
             http_timeout: Duration::from_secs(30),
+            header_timeout: Duration::from_secs(10),
+            max_connections: 10_000,
             max_age: Duration::from_secs(3600),
             max_skew: Duration::from_secs(300),
             pending_ttl: Duration::from_secs(3600),
@@ -236,16 +242,7 @@ impl Relay {
         }
 
         let app = router(shared.clone());
-        let mut shutdown = shared.shutdown.clone();
-        let server = tokio::spawn(async move {
-            let serve = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-                .with_graceful_shutdown(async move {
-                    let _ = shutdown.wait_for(|stop| *stop).await;
-                });
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "server stopped");
-            }
-        });
+        let server = tokio::spawn(accept(listener, app, shared.clone()));
         tracing::info!(%addr, database = %shared.store.display_url(), instance = %shared.instance, "relay listening");
         Ok(Self { shared, addr, shutdown: shutdown_tx, tasks, server, generated_token })
     }
@@ -326,6 +323,68 @@ fn router(shared: Arc<Shared>) -> Router {
             }
         }));
     Router::new().route(protocol::CONNECT_PATH, get(device::connect)).merge(http).with_state(shared)
+}
+
+/// Accepts connections until shutdown: at most `max_connections` at once, each with a
+/// deadline for its request headers (slow-header clients are dropped), HTTP/1.1 with
+/// upgrades for the device WebSockets. On shutdown, open requests finish.
+async fn accept(listener: TcpListener, app: Router, shared: Arc<Shared>) {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+
+    let limit = Arc::new(tokio::sync::Semaphore::new(shared.config.max_connections));
+    let header_timeout = shared.config.header_timeout;
+    let mut shutdown = shared.shutdown.clone();
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            () = stopped(&mut shutdown) => break,
+            accepted = listener.accept() => accepted,
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors and the like: wait a moment rather than spin.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "too many connections; turned away");
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        let mut stop = shutdown.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+                app.clone().oneshot(request)
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(header_timeout)
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = stopped(&mut stop) => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+        });
+    }
+    while connections.join_next().await.is_some() {}
+}
+
+/// Resolves once the relay is shutting down.
+pub(crate) async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await.is_ok();
 }
 
 pub(crate) fn hex(bytes: &[u8]) -> String {
