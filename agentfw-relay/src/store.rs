@@ -475,7 +475,11 @@ impl Store {
         let mut refused = Vec::new();
         with_pool!(self, pool => {
             let mut tx = begin!(self, pool);
-            sqlx::query("UPDATE agents SET live = 0 WHERE device = $1").bind(&id).execute(&mut *tx).await?;
+            sqlx::query("UPDATE agents SET live = 0, last_seen = $2 WHERE device = $1 AND live = 1")
+                .bind(&id)
+                .bind(ms(now))
+                .execute(&mut *tx)
+                .await?;
             for agent in agents {
                 let done = sqlx::query(
                     "INSERT INTO agents (agent, device, kind, project, machine, live, last_seen) VALUES ($1, $2, $3, $4, $5, 1, $6)

@@ -404,25 +404,35 @@ impl Shared {
         }
     }
 
+    /// Reads every device and agent into the caches. Merges rather than replaces, so a
+    /// read that raced with an enrollment, revocation or announcement here cannot undo it:
+    /// a device never goes back to active once retired, and an agent row replaces the
+    /// cached one only if it is at least as recent.
     async fn load_devices(&self) -> Result<(), StoreError> {
         let rows = self.store.devices().await?;
         let agents = self.store.agents().await?;
-        let mut devices = HashMap::new();
-        for row in rows {
-            match PublicBundle::parse(&row.bundle) {
-                Ok(bundle) => {
+        if let Ok(mut devices) = self.devices.write() {
+            for row in rows {
+                let bundle = match PublicBundle::parse(&row.bundle) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        tracing::error!(device = %row.device, error = %e, "stored bundle does not parse; device ignored");
+                        continue;
+                    }
+                };
+                let keep =
+                    devices.get(&row.device).is_some_and(|old| old.row.status != "active" && row.status == "active");
+                if !keep {
                     devices.insert(row.device, DeviceInfo { bundle, row });
-                }
-                Err(e) => {
-                    tracing::error!(device = %row.device, error = %e, "stored bundle does not parse; device ignored")
                 }
             }
         }
-        if let Ok(mut d) = self.devices.write() {
-            *d = devices;
-        }
-        if let Ok(mut a) = self.agents.write() {
-            *a = agents.into_iter().map(|r| (r.agent.id.clone(), r)).collect();
+        if let Ok(mut map) = self.agents.write() {
+            for row in agents {
+                if map.get(&row.agent.id).is_none_or(|old| row.last_seen >= old.last_seen) {
+                    map.insert(row.agent.id.clone(), row);
+                }
+            }
         }
         Ok(())
     }
@@ -443,13 +453,18 @@ impl Shared {
             }
             entries.push(device_entry(&row));
             if let (Ok(bundle), Ok(mut devices)) = (PublicBundle::parse(&row.bundle), self.devices.write()) {
-                devices.insert(id, DeviceInfo { bundle, row });
+                // A retired device never becomes active again (a stale read must not undo it).
+                let keep = devices.get(&id).is_some_and(|old| old.row.status != "active" && row.status == "active");
+                if !keep {
+                    devices.insert(id, DeviceInfo { bundle, row });
+                }
             }
         }
         if let Ok(mut map) = self.agents.write() {
-            map.retain(|_, a| a.device != id);
             for a in &agents {
-                map.insert(a.agent.id.clone(), a.clone());
+                if map.get(&a.agent.id).is_none_or(|old| a.last_seen >= old.last_seen) {
+                    map.insert(a.agent.id.clone(), a.clone());
+                }
             }
         }
         let frame =
