@@ -153,3 +153,100 @@ async fn the_relays_database_files_and_logs_never_hold_the_text() {
     assert!(log_text.contains("device connected"), "the log is there and was written");
     assert!(searched > 10_000, "the database files were searched ({searched} bytes)");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_makes_invites_and_admin_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = sqlite_url(dir.path());
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentfw-relay"))
+            .args(["--database-url", &db])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap().trim().to_owned(), String::from_utf8(out.stderr).unwrap())
+    };
+    // A relay started without a token makes one and prints it once.
+    let port = free_port();
+    let log = dir.path().join("relay.log");
+    let file = std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(&log).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentfw-relay"))
+        .args(["--database-url", &db, "serve", "--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("AGENTFW_RELAY_ADMIN_TOKEN")
+        .stderr(file)
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}");
+    let deadline = clock::instant() + Duration::from_secs(20);
+    let token = loop {
+        let text = std::fs::read_to_string(&log).unwrap();
+        if let Some(line) = text.lines().find(|l| l.starts_with("admin token (shown once; keep it): ")) {
+            break line.rsplit(' ').next().unwrap().to_owned();
+        }
+        assert!(clock::instant() < deadline, "no admin token printed:\n{text}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(token.starts_with("afwa_") && token.len() > 40, "{token}");
+    let auth = format!("Bearer {token}");
+    let overview = |auth: String| {
+        let url = url.clone();
+        async move {
+            agentfw_relay::client::http::request(
+                &url,
+                "GET",
+                "/admin/api/overview",
+                &[("authorization", &auth)],
+                Vec::new(),
+            )
+            .await
+            .unwrap()
+            .status
+        }
+    };
+    assert_eq!(overview(auth.clone()).await, 200);
+
+    // `invite` on the same database, while the relay runs: the device joins with it, once.
+    let (invite, hint) = cli(&["invite", "--note", "laptop"]);
+    assert!(invite.starts_with("afwi_"), "{invite}");
+    assert!(hint.contains("agentfw join"), "{hint}");
+    let k = keys(77);
+    agentfw_relay::client::join(&url, &invite, &k, "laptop").await.unwrap();
+    let again = agentfw_relay::client::join(&url, &invite, &keys(78), "other").await.unwrap_err();
+    assert_eq!(again.code(), Some("relay.bad_invite"));
+
+    // A restart keeps the token and prints nothing new.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let serve = |log: &std::path::Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_agentfw-relay"))
+            .args(["--database-url", &db, "serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_remove("AGENTFW_RELAY_ADMIN_TOKEN")
+            .stderr(std::fs::OpenOptions::new().create(true).write(true).truncate(true).open(log).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let up = || async {
+        let deadline = clock::instant() + Duration::from_secs(20);
+        while agentfw_relay::client::http::request(&url, "GET", "/healthz", &[], Vec::new()).await.is_err() {
+            assert!(clock::instant() < deadline, "the relay did not start");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let mut child = serve(&dir.path().join("second.log"));
+    up().await;
+    assert_eq!(overview(auth.clone()).await, 200);
+    let text = std::fs::read_to_string(dir.path().join("second.log")).unwrap();
+    assert!(!text.contains("admin token (shown once"), "{text}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // `admin-token` makes a new one; the old one stops working.
+    let (fresh, _) = cli(&["admin-token"]);
+    let mut child = serve(&dir.path().join("third.log"));
+    up().await;
+    assert_eq!(overview(auth).await, 401);
+    assert_eq!(overview(format!("Bearer {fresh}")).await, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

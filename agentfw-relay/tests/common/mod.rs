@@ -362,7 +362,8 @@ impl RelayProcess {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentfw-relay"))
             .args(["--database-url", database_url, "serve", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--admin-token", ADMIN_TOKEN, "--rate", "100000", "--burst", "100000"])
+            .args(["--rate", "100000", "--burst", "100000"])
+            .env("AGENTFW_RELAY_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("AGENTFW_RELAY_LOG", "debug")
             .stdout(std::process::Stdio::null())
             .stderr(file)
