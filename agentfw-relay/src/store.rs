@@ -2,7 +2,7 @@
 //!
 //! Both backends run the same SQL: `$n` placeholders, `ON CONFLICT`, `RETURNING` and
 //! `CAST(… AS …)` mean the same on both; only the migrations differ (types). The
-//! [`with_pool!`] macro writes each query once and compiles it for both.
+//! `with_pool!` macro writes each query once and compiles it for both.
 //!
 //! Writes on the hot path (stored envelopes, deliveries, audit records) go through
 //! [`Writer`]: one task that commits whatever is waiting in one transaction (group commit),
