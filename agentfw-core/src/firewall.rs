@@ -527,9 +527,9 @@ impl Firewall {
     }
 
     fn deliver(&mut self, now: Timestamp, rng: &mut impl CryptoRng, m: Accepted) -> Output {
-        let (id, size, hops) = (m.id, m.body.len(), m.provenance.hops);
+        let id = m.id;
         if let Some((until, reason)) = self.contained(now, &m.to, &m.from, "the sender") {
-            self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Hold, Some(reason.clone()));
+            self.record_delivery(now, &m, Verdict::Hold, Some(reason.clone()));
             return Output::Held { message: m, until, reason };
         }
         let mut warnings = Vec::new();
@@ -544,31 +544,11 @@ impl Firewall {
             None => {}
             Some((reason, true)) => {
                 let until = now + self.state.admission.config().refresh_wait;
-                self.record(
-                    now,
-                    Stage::Delivering,
-                    &m.from,
-                    &m.to,
-                    id,
-                    size,
-                    hops,
-                    Verdict::Hold,
-                    Some(reason.clone()),
-                );
+                self.record_delivery(now, &m, Verdict::Hold, Some(reason.clone()));
                 return Output::Held { message: m, until, reason };
             }
             Some((reason, false)) => {
-                self.record(
-                    now,
-                    Stage::Delivering,
-                    &m.from,
-                    &m.to,
-                    id,
-                    size,
-                    hops,
-                    Verdict::Deny,
-                    Some(reason.clone()),
-                );
+                self.record_delivery(now, &m, Verdict::Deny, Some(reason.clone()));
                 return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
             }
         }
@@ -596,13 +576,13 @@ impl Firewall {
             }
         });
         if let Some(reason) = refusal {
-            self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Deny, Some(reason.clone()));
+            self.record_delivery(now, &m, Verdict::Deny, Some(reason.clone()));
             return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
         }
         let fenced = fence(&m.from.label(), id, &body, rng);
         self.state.ledger.record(now, &m.to.id, prints, m.provenance.clone());
         self.state.limits.record_delivery(now, &m.to.id, m.turn);
-        self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, Verdict::Allow, None);
+        self.record_delivery(now, &m, Verdict::Allow, None);
         Output::Delivered { delivery: Delivery { message: m, fenced }, warnings }
     }
 
@@ -699,6 +679,12 @@ impl Firewall {
     ) -> Output {
         self.record(now, Stage::Sending, &out.from, &out.to, id, size, hops, Verdict::Deny, Some(reason.clone()));
         Output::Refused(Refusal { id, stage: Stage::Sending, reason })
+    }
+
+    /// Record a decision about delivering `m`.
+    fn record_delivery(&mut self, now: Timestamp, m: &Accepted, verdict: Verdict, reason: Option<Reason>) {
+        let (id, size, hops) = (m.id, m.body.len(), m.provenance.hops);
+        self.record(now, Stage::Delivering, &m.from, &m.to, id, size, hops, verdict, reason);
     }
 
     #[allow(clippy::too_many_arguments)]
