@@ -282,6 +282,9 @@ fn a_message_wakes_an_idle_claude_session_through_its_socket() {
     let user: Value = serde_json::from_str(&lines[1]).unwrap();
     let content = user["message"]["content"].as_str().unwrap();
     assert!(content.contains("check_inbox") && !content.contains("the build is green"), "{content}");
+    // The prompt hook below shows the message on the turn the wake-up starts; the wake-up
+    // must not make the model look for it with check_inbox as if it were still waiting.
+    assert!(content.contains("If agentfw has not already shown it to you fenced in this turn"), "{content}");
     let team = stdout(&w.agentfw(&["team", "--json"]));
     assert!(team.contains("\"wake\":\"claude socket\""), "{team}");
 
