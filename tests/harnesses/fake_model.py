@@ -210,8 +210,9 @@ class FakeModel:
 
     # ---- Anthropic Messages ---------------------------------------------------------
     def anthropic(self, h: BaseHTTPRequestHandler, body: dict) -> None:
-        turn = anthropic_turn(body)
         tools = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+        # Side requests (a title, a quota check) offer no tools: they are not the session's turn.
+        turn = anthropic_turn(body) if tools else None
         step = None
         if turn is not None:
             self._record("anthropic", turn.scenario, turn.results)
@@ -240,7 +241,9 @@ class FakeModel:
 
     # ---- OpenAI Responses -----------------------------------------------------------
     def openai(self, h: BaseHTTPRequestHandler, body: dict) -> None:
-        turn = openai_turn(body)
+        # Side requests (a title, a summary) offer no tools: they are not the session's turn.
+        tools = body.get("tools") or []
+        turn = openai_turn(body) if any(t.get("name") == "mcp__agentfw" for t in tools if isinstance(t, dict)) else None
         step = None
         if turn is not None:
             self._record("openai", turn.scenario, turn.results)

@@ -6,14 +6,15 @@ fresh temporary HOME it installs agentfw into both harnesses with `agentfw insta
 them at the fake model server (`fake_model.py`) on 127.0.0.1 and checks:
 
 1. `claude mcp list` starts agentfw's MCP server and reports it connected;
-2. a real `claude -p` session (project `web`) calls `send_message` to the Codex session;
+2. a real `claude -p` session (project `web`) calls `send_message` to the Codex sessions;
 3. a real `codex exec` session (project `api`) calls `check_inbox` and gets the message
    fenced, from `web (claude)`, which the daemon's audit ties to the `claude` process the
    test started (identity from the process tree, not from anything the model said); it
    answers with `send_message` to an idle interactive Claude Code session (project `ui`);
-4. the daemon wakes that idle session through Claude Code's messaging socket: a new turn
-   starts with agentfw's wake-up text (which holds no message text), and its `check_inbox`
-   returns Codex's reply, fenced.
+4. the daemon wakes two idle interactive sessions under a pty: Claude Code in `ui` through
+   its messaging socket (with Codex's reply) and Codex in `svc` with `codex queue`
+   (with a second message from `claude -p`). Each woken turn opens with agentfw's wake-up
+   text, which holds no message text, and shows the message fenced exactly once.
 
 The proof of what each session saw is the request bodies the harnesses sent the fake
 model (the tool results). Exits non-zero with a message saying which check failed.
@@ -545,7 +546,7 @@ def main() -> int:
             raise Failure("the fake model server saw problems: " + "; ".join(run.fake.errors))
     except Failure as e:
         log(f"FAILED: {e}")
-        log(f"logs are in {args.work} (model-requests.jsonl, codex-exec.log, claude-ui.pty.log)")
+        log(f"logs are in {args.work} (model-requests.jsonl, codex-exec.log, claude-ui.pty.log, codex-svc.pty.log)")
         return 1
     finally:
         run.write_log()
