@@ -2,7 +2,8 @@
 
 It answers Anthropic Messages (`POST /v1/messages`, SSE) and OpenAI Responses
 (`POST /v1/responses`, SSE) from a script: each turn of a session opens with a user text
-holding a scenario tag (`[scenario:NAME]`) or agentfw's wake-up text, and the scenario is a
+holding a scenario tag (`[scenario:NAME]`) or agentfw's wake-up text (scenario `wake`), and the scenario (`API:NAME`
+for one API only, else `NAME`) is a
 list of steps the "model" takes in that turn, one per request: call a tool (through
 ToolSearch first when Claude Code offers MCP tools only behind it), wait for an event another
 session's turn sets, or end the turn with a text. Which step is next is read from the
@@ -98,17 +99,20 @@ class FakeModel:
             return f"{prefix}_{self.counter:04d}"
 
     def _record(self, api: str, scenario: str, results: dict[str, list[str]]) -> None:
+        """Keep the tool results, and set the event `<api>:<scenario>:<tool>` for each."""
         with self.lock:
             for name, texts in results.items():
                 seen = self.results.setdefault((api, scenario, name), [])
                 for t in texts:
                     if t not in seen:
                         seen.append(t)
+                self.events.add(f"{api}:{scenario}:{name}")
             self.lock.notify_all()
 
     # ---- deciding the next step -----------------------------------------------------
-    def step_for(self, turn: Turn) -> Step | None:
-        steps = self.scenarios.get(turn.scenario)
+    def step_for(self, api: str, turn: Turn) -> Step | None:
+        """The next step: from the scenario `<api>:<name>` if there is one, else `<name>`."""
+        steps = self.scenarios.get(f"{api}:{turn.scenario}", self.scenarios.get(turn.scenario))
         if steps is None:
             return None
         done = len([c for c in turn.calls if c != "ToolSearch"])
@@ -216,7 +220,7 @@ class FakeModel:
         step = None
         if turn is not None:
             self._record("anthropic", turn.scenario, turn.results)
-            step = self.step_for(turn)
+            step = self.step_for("anthropic", turn)
         if step is not None:
             step = self.resolve_wait(step)
         if step is None or step.kind == "say" or turn is None:
@@ -247,7 +251,7 @@ class FakeModel:
         step = None
         if turn is not None:
             self._record("openai", turn.scenario, turn.results)
-            step = self.step_for(turn)
+            step = self.step_for("openai", turn)
         if step is not None:
             step = self.resolve_wait(step)
         if step is None or step.kind == "say":

@@ -10,7 +10,9 @@ them at the fake model server (`fake_model.py`) on 127.0.0.1 and checks:
 3. a real `codex exec` session (project `api`) calls `check_inbox` and gets the message
    fenced, from `web (claude)`, which the daemon's audit ties to the `claude` process the
    test started (identity from the process tree, not from anything the model said); it
-   answers with `send_message` to an idle interactive Claude Code session (project `ui`);
+   answers with `send_message` to an idle interactive Claude Code session (project `ui`),
+   whose answer arrives before Codex's turn ends: Codex's Stop hook holds the turn once and
+   shows it fenced;
 4. the daemon wakes two idle interactive sessions under a pty: Claude Code in `ui` through
    its messaging socket (with Codex's reply) and Codex in `svc` with `codex queue`
    (with a second message from `claude -p`). Each woken turn opens with agentfw's wake-up
@@ -149,6 +151,7 @@ class Run:
         self.message = f"Status from web: the login page is done, run {self.nonce}."
         self.reply = f"Thanks from api: the endpoint is ready too, run {self.nonce}."
         self.note = f"Note from web: the schema changed, run {self.nonce}."
+        self.back = f"Reply from ui: noted, run {self.nonce}."
 
     # ---- environment ----------------------------------------------------------------
     def env(self) -> dict[str, str]:
@@ -252,6 +255,11 @@ class Run:
             "stream_max_retries = 0\n"
             + "".join(f'\n[projects."{p}"]\ntrust_level = "trusted"\n' for p in self.projects.values())
         )
+        # Waking waits 2 s (default 1 s) to batch messages: the Stop hook of a session still in
+        # its turn shows them first, and the session is not also woken for them.
+        afw_home = self.home / ".local/share/agentfw"
+        afw_home.mkdir(parents=True, mode=0o700)
+        (afw_home / "config.toml").write_text("[wake]\ndelay_ms = 2000\n")
         for harness in ("claude", "codex"):
             r = self.run([str(self.agentfw), "install", harness, "--yes"], self.work)
             check(r.returncode == 0, f"`agentfw install {harness} --yes` succeeded ({r.stderr.strip()[-300:]})")
@@ -267,12 +275,20 @@ class Run:
             # A person's first prompt in the interactive Codex in `svc`.
             "first-prompt": [say("Ready.")],
             # The real `codex exec` session in `api`: waits until Claude has sent.
+            # Its turn ends only once `ui (claude)` has answered: the answer arrives during
+            # the turn, so Codex's Stop hook must hold the turn and show it.
             "codex-inbox": [
                 wait("claude-sent", tool("check_inbox", {})),
                 tool("send_message", {"to": "ui (claude)", "text": self.reply}),
+                wait("anthropic:wake:send_message", say("Read and answered.")),
+            ],
+            # The idle Claude Code in `ui`, woken: reads, and answers Codex.
+            "anthropic:wake": [
+                tool("check_inbox", {}),
+                tool("send_message", {"to": "api (codex)", "text": self.back}),
                 say("Read and answered."),
             ],
-            # Any session woken by agentfw (the idle Claude Code in `ui`, the idle Codex in `svc`).
+            # The idle Codex in `svc`, woken.
             "wake": [tool("check_inbox", {}), say("Read.")],
         }
 
@@ -430,6 +446,25 @@ class Run:
             any("Sent to ui (claude) as api (codex)" in s for s in sent),
             f"Codex's reply to `ui (claude)` was accepted (tool results: {sent})",
         )
+        # `ui (claude)` answered while Codex's turn went on: the Stop hook held the turn
+        # ({"decision": "block"}) and Codex's next request shows the answer fenced, once.
+        held = [r for r in self.fake.requests("openai") if self.back in json.dumps(r["body"])]
+        self.codex_out.flush()
+        hooks = [ln.strip() for ln in (self.work / "codex-exec.log").read_text().splitlines() if ln.startswith("hook: Stop")]
+        check(
+            bool(held) and hooks == ["hook: Stop", "hook: Stop Blocked", "hook: Stop", "hook: Stop Completed"],
+            f"Codex's Stop hook held its turn once, with the answer from `ui (claude)` (Codex says: {hooks})",
+        )
+        fences = {f.group("m"): f for t in strings(held[-1]["body"]) for f in FENCE.finditer(t) if self.back in f.group(0)}
+        check(len(fences) == 1, f"Codex saw that answer fenced exactly once ({len(fences)} deliveries)")
+        fence = next(iter(fences.values()))
+        check(
+            fence.group("body") == self.back and fence.group("from") == "ui (claude)",
+            f"inside the fence is exactly the answer, from `ui (claude)` ({fence.group('from')})",
+        )
+        records = [r for r in self.agentfw_json("audit") if isinstance(r, dict)]
+        delivered = [r.get("to") for r in records if r.get("id") == fence.group("id") and r.get("stage") == "delivering"]
+        check(delivered == [self.codex_agent.get("id")], f"delivered once, to the Codex session ({delivered})")
 
     def woken(self, api: str, agent: dict, pid: int, text: str, sender: str, channel: str) -> None:
         """`agent` was woken through `channel` and saw `text` from `sender` fenced, once."""
