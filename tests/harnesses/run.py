@@ -16,7 +16,9 @@ them at the fake model server (`fake_model.py`) on 127.0.0.1 and checks:
 4. the daemon wakes two idle interactive sessions under a pty: Claude Code in `ui` through
    its messaging socket (with Codex's reply) and Codex in `svc` with `codex queue`
    (with a second message from `claude -p`). Each woken turn opens with agentfw's wake-up
-   text, which holds no message text, and shows the message fenced exactly once.
+   text, which holds no message text, and shows the message fenced exactly once;
+5. after the harnesses rewrote their own files, a second `agentfw install` changes nothing
+   and `agentfw uninstall` removes agentfw and nothing else.
 
 The proof of what each session saw is the request bodies the harnesses sent the fake
 model (the tool results). Exits non-zero with a message saying which check failed.
@@ -512,8 +514,48 @@ class Run:
         pid = int(self.svc_agent.get("pid", 0))
         self.woken("openai", self.svc_agent, pid, self.note, "web (claude)", "codex queue")
 
+    def reinstall_and_uninstall(self) -> None:
+        """After the harnesses rewrote their own files: a second install changes nothing, and
+        uninstall takes out agentfw and nothing the harnesses wrote."""
+        self.stop_sessions()
+        for harness in ("claude", "codex"):
+            r = self.run([str(self.agentfw), "install", harness], self.work)
+            check(
+                r.returncode == 0 and "already installed" in r.stdout + r.stderr,
+                f"a second `agentfw install {harness}` says it is already installed",
+            )
+        claude_json = self.home / ".claude.json"
+        before = json.loads(claude_json.read_text())
+        for harness in ("claude", "codex"):
+            r = self.run([str(self.agentfw), "uninstall", harness], self.work)
+            check(r.returncode == 0, f"`agentfw uninstall {harness}` succeeded ({r.stderr.strip()[-300:]})")
+        after = json.loads(claude_json.read_text())
+        servers = before.pop("mcpServers", {})
+        servers.pop("agentfw", None)
+        if servers:
+            before["mcpServers"] = servers
+        check(after == before, "uninstall took agentfw out of `~/.claude.json` and kept all Claude Code wrote there")
+        r = self.run(["claude", "mcp", "list"], self.projects["web"], timeout=90)
+        check("agentfw" not in r.stdout, "`claude mcp list` no longer lists agentfw")
+        codex_files = [self.home / ".codex" / f for f in ("config.toml", "hooks.json")]
+        left = [str(f.name) for f in codex_files if f.exists() and "agentfw" in f.read_text()]
+        check(not left, f"Codex's config and hooks no longer name agentfw ({left})")
+
     # ---- teardown -------------------------------------------------------------------
     def cleanup(self) -> None:
+        self.stop_sessions()
+        if self.home.exists():
+            subprocess.run(
+                [str(self.agentfw), "daemon", "--stop"],
+                env=self.env(),
+                cwd=self.work,
+                capture_output=True,
+                timeout=30,
+            )
+        self.fake.stop()
+
+    def stop_sessions(self) -> None:
+        """Ends every harness process the test started (they save their state on the way)."""
         for p in self.procs:
             if p.poll() is None:
                 try:
@@ -543,15 +585,7 @@ class Run:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
-        if self.home.exists():
-            subprocess.run(
-                [str(self.agentfw), "daemon", "--stop"],
-                env=self.env(),
-                cwd=self.work,
-                capture_output=True,
-                timeout=30,
-            )
-        self.fake.stop()
+        self.procs, self.pty_pids = [], []
 
     def write_log(self) -> None:
         with open(self.work / "model-requests.jsonl", "w") as f:
@@ -577,6 +611,7 @@ def main() -> int:
         run.codex_reads()
         run.wake_claude()
         run.wake_codex()
+        run.reinstall_and_uninstall()
         if run.fake.errors:
             raise Failure("the fake model server saw problems: " + "; ".join(run.fake.errors))
     except Failure as e:
