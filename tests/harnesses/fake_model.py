@@ -125,7 +125,11 @@ class FakeModel:
                 index += 1
         return None
 
-    def resolve_wait(self, step: Step) -> Step:
+    def resolve_wait(self, api: str, scenario: str, step: Step) -> Step:
+        """Hold a `wait` step until its event; the event `<api>:<scenario>:waiting` says the
+        session got there (its earlier tool calls and their hooks are done)."""
+        if step.kind == "wait":
+            self.set_event(f"{api}:{scenario}:waiting")
         while step.kind == "wait":
             event = step.kw["event"]
             if not self.wait_for(lambda: event in self.events, self.wait_secs):
@@ -221,8 +225,8 @@ class FakeModel:
         if turn is not None:
             self._record("anthropic", turn.scenario, turn.results)
             step = self.step_for("anthropic", turn)
-        if step is not None:
-            step = self.resolve_wait(step)
+        if step is not None and turn is not None:
+            step = self.resolve_wait("anthropic", turn.scenario, step)
         if step is None or step.kind == "say" or turn is None:
             text = step.kw["text"] if step is not None and step.kind == "say" else "ok"
             blocks = [{"type": "text", "text": text}]
@@ -252,8 +256,8 @@ class FakeModel:
         if turn is not None:
             self._record("openai", turn.scenario, turn.results)
             step = self.step_for("openai", turn)
-        if step is not None:
-            step = self.resolve_wait(step)
+        if step is not None and turn is not None:
+            step = self.resolve_wait("openai", turn.scenario, step)
         if step is None or step.kind == "say":
             text = step.kw["text"] if step is not None else "ok"
             item = {

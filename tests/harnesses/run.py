@@ -7,6 +7,8 @@ them at the fake model server (`fake_model.py`) on 127.0.0.1 and checks:
 
 1. `claude mcp list` starts agentfw's MCP server and reports it connected;
 2. a real `claude -p` session (project `web`) calls `send_message` to the Codex sessions;
+   Codex's acknowledgement arrives before its turn ends, and its Stop hook holds the turn
+   once and shows it fenced;
 3. a real `codex exec` session (project `api`) calls `check_inbox` and gets the message
    fenced, from `web (claude)`, which the daemon's audit ties to the `claude` process the
    test started (identity from the process tree, not from anything the model said); it
@@ -154,6 +156,7 @@ class Run:
         self.reply = f"Thanks from api: the endpoint is ready too, run {self.nonce}."
         self.note = f"Note from web: the schema changed, run {self.nonce}."
         self.back = f"Reply from ui: noted, run {self.nonce}."
+        self.ack = f"Ack from api: got it, run {self.nonce}."
 
     # ---- environment ----------------------------------------------------------------
     def env(self) -> dict[str, str]:
@@ -269,10 +272,12 @@ class Run:
     def scenarios(self) -> dict:
         return {
             # The real `claude -p` session in `web`.
+            # Its turn ends only once Codex has acknowledged: the acknowledgement arrives
+            # during the turn, so Claude Code's Stop hook must hold the turn and show it.
             "claude-send": [
                 tool("send_message", {"to": "api (codex)", "text": self.message}),
                 tool("send_message", {"to": "svc (codex)", "text": self.note}),
-                say("Sent."),
+                wait("openai:codex-inbox:send_message", say("Sent.")),
             ],
             # A person's first prompt in the interactive Codex in `svc`.
             "first-prompt": [say("Ready.")],
@@ -280,7 +285,8 @@ class Run:
             # Its turn ends only once `ui (claude)` has answered: the answer arrives during
             # the turn, so Codex's Stop hook must hold the turn and show it.
             "codex-inbox": [
-                wait("claude-sent", tool("check_inbox", {})),
+                wait("anthropic:claude-send:waiting", tool("check_inbox", {})),
+                tool("send_message", {"to": "web (claude)", "text": self.ack}),
                 tool("send_message", {"to": "ui (claude)", "text": self.reply}),
                 wait("anthropic:wake:send_message", say("Read and answered.")),
             ],
@@ -409,7 +415,25 @@ class Run:
         )
         m = re.search(r"Sent to api \(codex\)[^\n]*?message id (\S+?),", "\n".join(sent))
         self.message_id = m.group(1) if m else ""
-        self.fake.set_event("claude-sent")
+        # Codex acknowledged while this turn went on: the Stop hook held the turn once
+        # ({"decision": "block"}) and Claude Code's next request shows the answer fenced.
+        held = [r for r in self.fake.requests("anthropic") if self.ack in json.dumps(r["body"])]
+        check(
+            bool(held) and "Stop hook" in json.dumps(held[-1]["body"]),
+            "Claude Code's Stop hook held its turn with Codex's acknowledgement",
+        )
+        fences = {f.group("m"): f for t in strings(held[-1]["body"]) for f in FENCE.finditer(t) if self.ack in f.group(0)}
+        check(len(fences) == 1, f"Claude Code saw it fenced exactly once ({len(fences)} deliveries)")
+        fence = next(iter(fences.values()))
+        check(
+            fence.group("body") == self.ack and fence.group("from") == "api (codex)",
+            f"inside the fence is exactly the acknowledgement, from `api (codex)` ({fence.group('from')})",
+        )
+        stop_turns = [r for r in self.fake.requests("anthropic") if "claude-send" in json.dumps(r["body"])]
+        check(
+            len([r for r in stop_turns if self.ack in json.dumps(r["body"])]) == 1,
+            "the Stop hook held the turn once: the turn ended after one more answer",
+        )
 
     def codex_reads(self) -> None:
         try:
