@@ -339,17 +339,20 @@ def send_anthropic(h: Any, body: dict, blocks: list[dict], stop: str, next_id: C
             },
         )
     ]
+    def event(kind: str, **fields: Any) -> None:
+        events.append((kind, {"type": kind, **fields}))
+
     for i, b in enumerate(blocks):
         if b["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {"type": "text", "text": ""}}))
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": b["text"]}}))
+            event("content_block_start", index=i, content_block={"type": "text", "text": ""})
+            event("content_block_delta", index=i, delta={"type": "text_delta", "text": b["text"]})
         else:
             start = {"type": "tool_use", "id": b["id"], "name": b["name"], "input": {}}
-            events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": start}))
+            event("content_block_start", index=i, content_block=start)
             delta = {"type": "input_json_delta", "partial_json": json.dumps(b["input"])}
-            events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
-        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None}, "usage": {"output_tokens": 5}}))
+            event("content_block_delta", index=i, delta=delta)
+        event("content_block_stop", index=i)
+    event("message_delta", delta={"stop_reason": stop, "stop_sequence": None}, usage={"output_tokens": 5})
     events.append(("message_stop", {"type": "message_stop"}))
     h._sse(events)
 
