@@ -60,6 +60,7 @@ use crate::proto::{
     StatusResult, TeamResult, code,
 };
 use crate::store::{self, StoreError, ms};
+use crate::trust::{self, Standing, Trust};
 use crate::{clock, wake};
 
 /// Most deliveries in one inbox batch.
@@ -213,6 +214,8 @@ pub struct Engine {
     rules: Arc<Reloadable>,
     rules_info: RulesInfo,
     rules_stamp: Vec<(PathBuf, Option<SystemTime>, u64)>,
+    /// The trust file (TR1): each sender's standing and overlay (DL4).
+    trust: Trust,
     sessions: BTreeMap<AgentId, Session>,
     ratings: Ratings,
     clock: ProcClock,
@@ -267,6 +270,7 @@ impl Engine {
             }
         };
         let rules_stamp = stamp(&home.rules());
+        let trust = Trust::new(&home.dir);
         let rules = Arc::new(Reloadable::new(first));
         let fw = Firewall::new(config.firewall.clone());
         let now = clock::now();
@@ -278,6 +282,7 @@ impl Engine {
             rules,
             rules_info,
             rules_stamp,
+            trust,
             sessions: BTreeMap::new(),
             ratings: Ratings::new(),
             clock: proc_clock,
@@ -806,6 +811,9 @@ impl Engine {
         };
         let outgoing = Outgoing { from: from.agent.clone(), to: to_agent.agent.clone(), body: text, reply_to };
         let now = clock::now();
+        if let Some(body) = self.trust_refuses_send(now, &me, &outgoing, key.as_deref())? {
+            return Err(EngineError::Reply(body));
+        }
         let outcome = self.tx(|e| {
             let mut out = e.apply(now, Journaled::Send(outgoing.clone()))?;
             if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
@@ -846,6 +854,56 @@ impl Engine {
             Outcome::Sent(r) => Ok(serde_json::to_value(r)?),
             Outcome::Failed(e) => Err(EngineError::Reply(e)),
         }
+    }
+
+    /// The trust file's say on a send (TR1): a blocked sender, or an unlisted one when
+    /// unknown teammates are rejected, is refused before the firewall sees the message. The
+    /// refusal is recorded (AM4) and kept for a retry with the same `key`.
+    fn trust_refuses_send(
+        &mut self,
+        now: Timestamp,
+        me: &AgentId,
+        m: &Outgoing,
+        key: Option<&str>,
+    ) -> Result<Option<ErrorBody>, EngineError> {
+        let (trust_code, message) = match self.trust.standing(&m.from) {
+            Standing::Deliver(_) => return Ok(None),
+            Standing::Refuse { code, message } => (code, message),
+            Standing::Unreadable(why) => {
+                (trust::UNREADABLE, format!("refused: {why}\nNothing is sent until your user fixes the trust file."))
+            }
+        };
+        let id = MessageId::generate(now, &mut self.seeds);
+        let body = ErrorBody {
+            code: code::REFUSED.to_owned(),
+            message: message.clone(),
+            refusal: Some(RefusalInfo { code: trust_code.to_owned(), rule: None, id: Some(id.to_string()) }),
+        };
+        let d = Decision {
+            at: now,
+            id,
+            stage: Stage::Sending,
+            from: m.from.id.clone(),
+            from_label: m.from.label(),
+            to: m.to.id.clone(),
+            to_label: m.to.label(),
+            size: m.body.len(),
+            hops: 0,
+            verdict: Verdict::Deny,
+            reason: Some(Reason { code: trust_code.to_owned(), rule: None, text: message }),
+        };
+        let outcome = serde_json::to_string(&Outcome::Failed(body.clone()))?;
+        self.tx(|e| {
+            e.audit(&d)?;
+            if let Some(key) = key {
+                e.db.execute(
+                    "INSERT INTO sends (sender, key, at, outcome) VALUES (?1, ?2, ?3, ?4)",
+                    params![me.as_str(), key, ms(now), outcome],
+                )?;
+            }
+            Ok(())
+        })?;
+        Ok(Some(body))
     }
 
     /// An accepted message into its recipient's inbox.
@@ -917,6 +975,7 @@ impl Engine {
                 rows.collect::<Result<_, _>>()?
             };
             let mut result = InboxResult { batch: batch.clone(), ..InboxResult::default() };
+            let mut unreadable_noted = false;
             for (seq, kind, message, note) in rows {
                 if kind == "note" {
                     e.db.execute(
@@ -928,6 +987,23 @@ impl Engine {
                 }
                 let Some(message) = message else { continue };
                 let accepted: Accepted = serde_json::from_str(&message)?;
+                // The trust file first (TR1): a refused sender's message never reaches the
+                // firewall's ledger; an admitted one's overlay goes under the fence (DL4).
+                let overlay = match e.trust.standing(&accepted.from) {
+                    Standing::Deliver(overlay) => overlay,
+                    Standing::Refuse { code: trust_code, message: reason } => {
+                        e.refuse_untrusted(now, seq, &batch, &accepted, trust_code, &reason)?;
+                        result.refused.push(RefusedView { id: accepted.id.to_string(), from: accepted.from.label(), reason });
+                        continue;
+                    }
+                    Standing::Unreadable(why) => {
+                        if !unreadable_noted {
+                            unreadable_noted = true;
+                            result.notes.push(format!("{why}\nMessages wait here until your user fixes the trust file."));
+                        }
+                        continue;
+                    }
+                };
                 let mut out = e.apply(now, Journaled::Deliver(accepted.clone()))?;
                 if matches!(&out, Output::Held { reason, .. } if reason.code.starts_with("admission")) && e.run_refreshes(now)? {
                     out = e.apply(now, Journaled::Deliver(accepted))?;
@@ -935,11 +1011,12 @@ impl Engine {
                 match out {
                     Output::Delivered { delivery, warnings } => {
                         let warnings: Vec<String> = warnings.into_iter().map(|w| w.text).collect();
+                        let fenced = format!("{}\n{overlay}", delivery.fenced.text);
                         e.db.execute(
                             "UPDATE inbox SET state = 'delivered', batch = ?2, fenced = ?3, warnings = ?4, done_at = ?5 WHERE seq = ?1",
-                            params![seq, batch, delivery.fenced.text, serde_json::to_string(&warnings)?, ms(now)],
+                            params![seq, batch, fenced, serde_json::to_string(&warnings)?, ms(now)],
                         )?;
-                        result.deliveries.push(delivery_view(&delivery.message, delivery.fenced.text, warnings));
+                        result.deliveries.push(delivery_view(&delivery.message, fenced, warnings));
                     }
                     Output::Refused(r) => {
                         let reason = r.message();
@@ -971,6 +1048,38 @@ impl Engine {
             s.cleared = true;
         }
         Ok(serde_json::to_value(result)?)
+    }
+
+    /// A delivery the trust file refuses: marked refused without its text, and recorded.
+    fn refuse_untrusted(
+        &mut self,
+        now: Timestamp,
+        seq: i64,
+        batch: &str,
+        m: &Accepted,
+        trust_code: &str,
+        reason: &str,
+    ) -> Result<(), EngineError> {
+        self.db.execute(
+            "UPDATE inbox SET state = 'refused', batch = ?2, reason = ?3, message = NULL, done_at = ?4 WHERE seq = ?1",
+            params![seq, batch, reason, ms(now)],
+        )?;
+        self.audit(&Decision {
+            at: now,
+            id: m.id,
+            stage: Stage::Delivering,
+            from: m.from.id.clone(),
+            from_label: m.from.label(),
+            to: m.to.id.clone(),
+            to_label: m.to.label(),
+            size: m.body.len(),
+            hops: m.provenance.hops,
+            verdict: Verdict::Deny,
+            reason: Some(Reason { code: trust_code.to_owned(), rule: None, text: reason.to_owned() }),
+        })?;
+        // Its text is in the journal (the send): snapshot so it does not linger there.
+        self.security_dirty = true;
+        Ok(())
     }
 
     fn label_of_sender(&self, seq: i64) -> Result<String, EngineError> {
