@@ -60,6 +60,7 @@ use crate::proto::{
     StatusResult, TeamResult, code,
 };
 use crate::store::{self, StoreError, ms};
+use crate::trust::{self, Standing, Trust};
 use crate::{clock, wake};
 
 /// Most deliveries in one inbox batch.
@@ -70,6 +71,33 @@ const SNAPSHOT_EVERY: u64 = 500;
 const SNAPSHOT_AFTER_MS: u64 = 30_000;
 /// Gone sessions stay in `team` this long.
 const GONE_SHOWN_MS: u64 = 24 * 3600 * 1000;
+
+/// Statements are compiled once and kept in the connection's statement cache: compiling
+/// them again for every request cost more than running them.
+trait Cached {
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize>;
+    fn row<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn row<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+}
 
 /// Who is asking, as the daemon decided it from the kernel and `/proc`.
 #[derive(Clone, Debug)]
@@ -213,6 +241,8 @@ pub struct Engine {
     rules: Arc<Reloadable>,
     rules_info: RulesInfo,
     rules_stamp: Vec<(PathBuf, Option<SystemTime>, u64)>,
+    /// The trust file (TR1): each sender's standing and overlay (DL4).
+    trust: Trust,
     sessions: BTreeMap<AgentId, Session>,
     ratings: Ratings,
     clock: ProcClock,
@@ -267,6 +297,7 @@ impl Engine {
             }
         };
         let rules_stamp = stamp(&home.rules());
+        let trust = Trust::new(&home.dir);
         let rules = Arc::new(Reloadable::new(first));
         let fw = Firewall::new(config.firewall.clone());
         let now = clock::now();
@@ -278,6 +309,7 @@ impl Engine {
             rules,
             rules_info,
             rules_stamp,
+            trust,
             sessions: BTreeMap::new(),
             ratings: Ratings::new(),
             clock: proc_clock,
@@ -332,7 +364,7 @@ impl Engine {
     }
 
     fn load_sessions(&mut self) -> Result<(), StoreError> {
-        let mut stmt = self.db.prepare("SELECT identity, thread_id, last_seen FROM sessions")?;
+        let mut stmt = self.db.prepare_cached("SELECT identity, thread_id, last_seen FROM sessions")?;
         let rows =
             stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, i64>(2)?)))?;
         let mut loaded = Vec::new();
@@ -365,7 +397,7 @@ impl Engine {
     }
 
     fn load_ratings(&mut self) -> Result<(), StoreError> {
-        let mut stmt = self.db.prepare("SELECT component, score FROM ratings")?;
+        let mut stmt = self.db.prepare_cached("SELECT component, score FROM ratings")?;
         let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<f64>>(1)?)))?;
         for row in rows {
             let (component, score) = row?;
@@ -428,7 +460,7 @@ impl Engine {
     /// Run `f` in one transaction; see the module docs. On any error the transaction is
     /// rolled back and, if the firewall was fed inputs, rebuilt from the database.
     fn tx<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, EngineError>) -> Result<T, EngineError> {
-        self.db.execute_batch("BEGIN IMMEDIATE")?;
+        self.db.exec("BEGIN IMMEDIATE", [])?;
         self.touched = false;
         self.security_dirty = false;
         self.accepted_for.clear();
@@ -439,7 +471,7 @@ impl Engine {
                 result = Err(e);
             }
         }
-        let result = result.and_then(|v| self.db.execute_batch("COMMIT").map(|()| v).map_err(EngineError::from));
+        let result = result.and_then(|v| self.db.exec("COMMIT", []).map(|_| v).map_err(EngineError::from));
         if result.is_err() {
             let _ = self.db.execute_batch("ROLLBACK");
             self.refreshes.clear();
@@ -534,7 +566,7 @@ impl Engine {
             Some(r) => (Some(r.code.as_str()), r.rule.as_deref(), Some(r.text.as_str())),
             None => (None, None, None),
         };
-        self.db.execute(
+        self.db.exec(
             "INSERT INTO audit (at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
@@ -560,7 +592,7 @@ impl Engine {
     /// A note from agentfw itself into `agent`'s inbox (a thread that closed, LM4).
     fn note(&mut self, now: Timestamp, agent: &AgentId, text: &str) -> Result<(), EngineError> {
         let id = format!("note-{}", clock::token());
-        self.db.execute(
+        self.db.exec(
             "INSERT INTO inbox (id, kind, recipient, sender, sender_label, note, state, not_before, accepted_at)
              VALUES (?1, 'note', ?2, 'agentfw', 'agentfw', ?3, 'pending', 0, ?4)",
             params![id, agent.as_str(), text, ms(now)],
@@ -570,13 +602,13 @@ impl Engine {
 
     fn snapshot_in_tx(&mut self, now: Timestamp) -> Result<(), EngineError> {
         let state = serde_json::to_string(&self.fw.snapshot())?;
-        let seq: i64 = self.db.query_row("SELECT COALESCE(MAX(seq), 0) FROM journal", [], |r| r.get(0))?;
-        self.db.execute(
+        let seq: i64 = self.db.row("SELECT COALESCE(MAX(seq), 0) FROM journal", [], |r| r.get(0))?;
+        self.db.exec(
             "INSERT INTO snapshot (id, seq, at, state) VALUES (1, ?1, ?2, ?3)
              ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2, state = ?3",
             params![seq, ms(now), state],
         )?;
-        self.db.execute("DELETE FROM journal WHERE seq <= ?1", [seq])?;
+        self.db.exec("DELETE FROM journal WHERE seq <= ?1", [seq])?;
         self.journal_rows = 0;
         self.last_snapshot = now;
         Ok(())
@@ -602,7 +634,7 @@ impl Engine {
         let fresh = !self.sessions.contains_key(&id);
         if fresh {
             let identity_json = serde_json::to_string(identity)?;
-            self.db.execute(
+            self.db.exec(
                 "INSERT INTO sessions (agent_id, identity, session_id, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)
                  ON CONFLICT (agent_id) DO UPDATE SET identity = ?2, last_seen = ?4",
                 params![id.as_str(), identity_json, identity.session.as_ref().map(|s| s.id.as_str()), ms(now)],
@@ -806,6 +838,9 @@ impl Engine {
         };
         let outgoing = Outgoing { from: from.agent.clone(), to: to_agent.agent.clone(), body: text, reply_to };
         let now = clock::now();
+        if let Some(body) = self.trust_refuses_send(now, &me, &outgoing, key.as_deref())? {
+            return Err(EngineError::Reply(body));
+        }
         let outcome = self.tx(|e| {
             let mut out = e.apply(now, Journaled::Send(outgoing.clone()))?;
             if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
@@ -835,7 +870,7 @@ impl Engine {
                 }
             };
             if let Some(key) = &key {
-                e.db.execute(
+                e.db.exec(
                     "INSERT INTO sends (sender, key, at, outcome) VALUES (?1, ?2, ?3, ?4)",
                     params![me.as_str(), key, ms(now), serde_json::to_string(&outcome)?],
                 )?;
@@ -848,10 +883,60 @@ impl Engine {
         }
     }
 
+    /// The trust file's say on a send (TR1): a blocked sender, or an unlisted one when
+    /// unknown teammates are rejected, is refused before the firewall sees the message. The
+    /// refusal is recorded (AM4) and kept for a retry with the same `key`.
+    fn trust_refuses_send(
+        &mut self,
+        now: Timestamp,
+        me: &AgentId,
+        m: &Outgoing,
+        key: Option<&str>,
+    ) -> Result<Option<ErrorBody>, EngineError> {
+        let (trust_code, message) = match self.trust.standing(&m.from) {
+            Standing::Deliver(_) => return Ok(None),
+            Standing::Refuse { code, message } => (code, message),
+            Standing::Unreadable(why) => {
+                (trust::UNREADABLE, format!("refused: {why}\nNothing is sent until your user fixes the trust file."))
+            }
+        };
+        let id = MessageId::generate(now, &mut self.seeds);
+        let body = ErrorBody {
+            code: code::REFUSED.to_owned(),
+            message: message.clone(),
+            refusal: Some(RefusalInfo { code: trust_code.to_owned(), rule: None, id: Some(id.to_string()) }),
+        };
+        let d = Decision {
+            at: now,
+            id,
+            stage: Stage::Sending,
+            from: m.from.id.clone(),
+            from_label: m.from.label(),
+            to: m.to.id.clone(),
+            to_label: m.to.label(),
+            size: m.body.len(),
+            hops: 0,
+            verdict: Verdict::Deny,
+            reason: Some(Reason { code: trust_code.to_owned(), rule: None, text: message }),
+        };
+        let outcome = serde_json::to_string(&Outcome::Failed(body.clone()))?;
+        self.tx(|e| {
+            e.audit(&d)?;
+            if let Some(key) = key {
+                e.db.exec(
+                    "INSERT INTO sends (sender, key, at, outcome) VALUES (?1, ?2, ?3, ?4)",
+                    params![me.as_str(), key, ms(now), outcome],
+                )?;
+            }
+            Ok(())
+        })?;
+        Ok(Some(body))
+    }
+
     /// An accepted message into its recipient's inbox.
     fn enqueue(&mut self, now: Timestamp, m: &Accepted, warnings: &[Reason]) -> Result<(), EngineError> {
         let warnings: Vec<&str> = warnings.iter().map(|w| w.text.as_str()).collect();
-        self.db.execute(
+        self.db.exec(
             "INSERT INTO inbox (id, kind, recipient, sender, sender_label, message, state, not_before, accepted_at, warnings)
              VALUES (?1, 'message', ?2, ?3, ?4, ?5, 'pending', 0, ?6, ?7)",
             params![
@@ -882,7 +967,7 @@ impl Engine {
             return Ok(serde_json::to_value(stored)?);
         }
         let now = clock::now();
-        let due: bool = self.db.query_row(
+        let due: bool = self.db.row(
             "SELECT EXISTS (SELECT 1 FROM inbox WHERE recipient = ?1 AND state = 'pending' AND not_before <= ?2)",
             params![me.as_str(), ms(now)],
             |r| r.get(0),
@@ -894,11 +979,11 @@ impl Engine {
         let result = self.tx(|e| {
             // The client asks for a new batch, so it has the previous one: erase its text.
             match (&previous, cleared) {
-                (Some(prev), _) => e.db.execute(
+                (Some(prev), _) => e.db.exec(
                     "UPDATE inbox SET message = NULL, fenced = NULL, note = NULL WHERE recipient = ?1 AND batch = ?2",
                     params![me.as_str(), prev],
                 )?,
-                (None, false) => e.db.execute(
+                (None, false) => e.db.exec(
                     "UPDATE inbox SET message = NULL, fenced = NULL, note = NULL
                      WHERE recipient = ?1 AND state != 'pending' AND batch IS NOT NULL AND batch != ?2
                        AND (message IS NOT NULL OR note IS NOT NULL OR fenced IS NOT NULL)",
@@ -907,7 +992,7 @@ impl Engine {
                 (None, true) => 0,
             };
             let rows: Vec<(i64, String, Option<String>, Option<String>)> = {
-                let mut stmt = e.db.prepare(
+                let mut stmt = e.db.prepare_cached(
                     "SELECT seq, kind, message, note FROM inbox
                      WHERE recipient = ?1 AND state = 'pending' AND not_before <= ?2 ORDER BY seq LIMIT ?3",
                 )?;
@@ -917,9 +1002,10 @@ impl Engine {
                 rows.collect::<Result<_, _>>()?
             };
             let mut result = InboxResult { batch: batch.clone(), ..InboxResult::default() };
+            let mut unreadable_noted = false;
             for (seq, kind, message, note) in rows {
                 if kind == "note" {
-                    e.db.execute(
+                    e.db.exec(
                         "UPDATE inbox SET state = 'delivered', batch = ?2, done_at = ?3 WHERE seq = ?1",
                         params![seq, batch, ms(now)],
                     )?;
@@ -928,6 +1014,23 @@ impl Engine {
                 }
                 let Some(message) = message else { continue };
                 let accepted: Accepted = serde_json::from_str(&message)?;
+                // The trust file first (TR1): a refused sender's message never reaches the
+                // firewall's ledger; an admitted one's overlay goes under the fence (DL4).
+                let overlay = match e.trust.standing(&accepted.from) {
+                    Standing::Deliver(overlay) => overlay,
+                    Standing::Refuse { code: trust_code, message: reason } => {
+                        e.refuse_untrusted(now, seq, &batch, &accepted, trust_code, &reason)?;
+                        result.refused.push(RefusedView { id: accepted.id.to_string(), from: accepted.from.label(), reason });
+                        continue;
+                    }
+                    Standing::Unreadable(why) => {
+                        if !unreadable_noted {
+                            unreadable_noted = true;
+                            result.notes.push(format!("{why}\nMessages wait here until your user fixes the trust file."));
+                        }
+                        continue;
+                    }
+                };
                 let mut out = e.apply(now, Journaled::Deliver(accepted.clone()))?;
                 if matches!(&out, Output::Held { reason, .. } if reason.code.starts_with("admission")) && e.run_refreshes(now)? {
                     out = e.apply(now, Journaled::Deliver(accepted))?;
@@ -935,15 +1038,16 @@ impl Engine {
                 match out {
                     Output::Delivered { delivery, warnings } => {
                         let warnings: Vec<String> = warnings.into_iter().map(|w| w.text).collect();
-                        e.db.execute(
+                        let fenced = format!("{}\n{overlay}", delivery.fenced.text);
+                        e.db.exec(
                             "UPDATE inbox SET state = 'delivered', batch = ?2, fenced = ?3, warnings = ?4, done_at = ?5 WHERE seq = ?1",
-                            params![seq, batch, delivery.fenced.text, serde_json::to_string(&warnings)?, ms(now)],
+                            params![seq, batch, fenced, serde_json::to_string(&warnings)?, ms(now)],
                         )?;
-                        result.deliveries.push(delivery_view(&delivery.message, delivery.fenced.text, warnings));
+                        result.deliveries.push(delivery_view(&delivery.message, fenced, warnings));
                     }
                     Output::Refused(r) => {
                         let reason = r.message();
-                        e.db.execute(
+                        e.db.exec(
                             "UPDATE inbox SET state = 'refused', batch = ?2, reason = ?3, message = NULL, done_at = ?4 WHERE seq = ?1",
                             params![seq, batch, reason, ms(now)],
                         )?;
@@ -956,7 +1060,7 @@ impl Engine {
                         });
                     }
                     Output::Held { until, .. } => {
-                        e.db.execute("UPDATE inbox SET not_before = ?2 WHERE seq = ?1", params![seq, ms(until)])?;
+                        e.db.exec("UPDATE inbox SET not_before = ?2 WHERE seq = ?1", params![seq, ms(until)])?;
                     }
                     Output::Accepted { .. } | Output::Done => {}
                 }
@@ -973,12 +1077,44 @@ impl Engine {
         Ok(serde_json::to_value(result)?)
     }
 
+    /// A delivery the trust file refuses: marked refused without its text, and recorded.
+    fn refuse_untrusted(
+        &mut self,
+        now: Timestamp,
+        seq: i64,
+        batch: &str,
+        m: &Accepted,
+        trust_code: &str,
+        reason: &str,
+    ) -> Result<(), EngineError> {
+        self.db.exec(
+            "UPDATE inbox SET state = 'refused', batch = ?2, reason = ?3, message = NULL, done_at = ?4 WHERE seq = ?1",
+            params![seq, batch, reason, ms(now)],
+        )?;
+        self.audit(&Decision {
+            at: now,
+            id: m.id,
+            stage: Stage::Delivering,
+            from: m.from.id.clone(),
+            from_label: m.from.label(),
+            to: m.to.id.clone(),
+            to_label: m.to.label(),
+            size: m.body.len(),
+            hops: m.provenance.hops,
+            verdict: Verdict::Deny,
+            reason: Some(Reason { code: trust_code.to_owned(), rule: None, text: reason.to_owned() }),
+        })?;
+        // Its text is in the journal (the send): snapshot so it does not linger there.
+        self.security_dirty = true;
+        Ok(())
+    }
+
     fn label_of_sender(&self, seq: i64) -> Result<String, EngineError> {
-        Ok(self.db.query_row("SELECT sender_label FROM inbox WHERE seq = ?1", [seq], |r| r.get(0))?)
+        Ok(self.db.row("SELECT sender_label FROM inbox WHERE seq = ?1", [seq], |r| r.get(0))?)
     }
 
     fn waiting(&self, me: &AgentId) -> Result<u32, EngineError> {
-        let n: i64 = self.db.query_row(
+        let n: i64 = self.db.row(
             "SELECT COUNT(*) FROM inbox WHERE recipient = ?1 AND state = 'pending'",
             [me.as_str()],
             |r| r.get(0),
@@ -988,7 +1124,7 @@ impl Engine {
 
     /// A batch already delivered, for a client retrying after a lost answer.
     fn stored_batch(&self, me: &AgentId, batch: &str) -> Result<Option<InboxResult>, EngineError> {
-        let mut stmt = self.db.prepare(
+        let mut stmt = self.db.prepare_cached(
             "SELECT kind, state, message, note, fenced, warnings, reason, id, sender_label FROM inbox
              WHERE recipient = ?1 AND batch = ?2 ORDER BY seq",
         )?;
@@ -1091,7 +1227,7 @@ impl Engine {
         let me = self.session_for(caller).ok();
         let now = clock::now();
         let team = self.team(me.as_ref());
-        let pending: i64 = self.db.query_row("SELECT COUNT(*) FROM inbox WHERE state = 'pending'", [], |r| r.get(0))?;
+        let pending: i64 = self.db.row("SELECT COUNT(*) FROM inbox WHERE state = 'pending'", [], |r| r.get(0))?;
         let quarantined = self
             .fw
             .containment()
@@ -1242,7 +1378,7 @@ impl Engine {
         let count = ratings.len();
         self.tx(|e| {
             for (id, score) in &ratings {
-                e.db.execute(
+                e.db.exec(
                     "INSERT INTO ratings (component, score, source, at) VALUES (?1, ?2, ?3, ?4)
                      ON CONFLICT (component) DO UPDATE SET score = ?2, source = ?3, at = ?4",
                     params![id.as_str(), score.map(|s| s.as_f64()), source, ms(now)],
@@ -1337,7 +1473,7 @@ impl Engine {
                 let label = s.agent.label();
                 let thread = s.thread_id.clone();
                 let identity = serde_json::to_string(&s.identity)?;
-                self.db.execute(
+                self.db.exec(
                     "UPDATE sessions SET session_id = ?2, thread_id = ?3, identity = ?4, last_seen = ?5 WHERE agent_id = ?1",
                     params![me.as_str(), session_id, thread, identity, ms(now)],
                 )?;
@@ -1438,9 +1574,9 @@ impl Engine {
         let day = 24 * 3600 * 1000_i64;
         let now_ms = ms(now);
         let keep = i64::try_from(self.config.audit.retention_days).unwrap_or(i64::MAX / day).saturating_mul(day);
-        let pruned = self.db.execute("DELETE FROM audit WHERE at < ?1", [now_ms.saturating_sub(keep)])?;
-        self.db.execute("DELETE FROM sends WHERE at < ?1", [now_ms - day])?;
-        self.db.execute("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [now_ms - day])?;
+        let pruned = self.db.exec("DELETE FROM audit WHERE at < ?1", [now_ms.saturating_sub(keep)])?;
+        self.db.exec("DELETE FROM sends WHERE at < ?1", [now_ms - day])?;
+        self.db.exec("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [now_ms - day])?;
         let gone: Vec<AgentId> = self
             .sessions
             .iter()
@@ -1450,8 +1586,8 @@ impl Engine {
             .map(|(id, _)| id.clone())
             .collect();
         for id in gone {
-            self.db.execute("DELETE FROM inbox WHERE recipient = ?1", [id.as_str()])?;
-            self.db.execute("DELETE FROM sessions WHERE agent_id = ?1", [id.as_str()])?;
+            self.db.exec("DELETE FROM inbox WHERE recipient = ?1", [id.as_str()])?;
+            self.db.exec("DELETE FROM sessions WHERE agent_id = ?1", [id.as_str()])?;
             self.sessions.remove(&id);
         }
         if pruned > 0 {
@@ -1472,10 +1608,9 @@ impl Engine {
             eprintln!("agentfw daemon: cannot write the final snapshot: {}", e.body());
         }
         for (id, s) in &self.sessions {
-            let _ = self.db.execute(
-                "UPDATE sessions SET last_seen = ?2 WHERE agent_id = ?1",
-                params![id.as_str(), ms(s.last_seen)],
-            );
+            let _ = self
+                .db
+                .exec("UPDATE sessions SET last_seen = ?2 WHERE agent_id = ?1", params![id.as_str(), ms(s.last_seen)]);
         }
     }
 

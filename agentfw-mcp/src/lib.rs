@@ -15,6 +15,7 @@
 //! | [`mcp`] | the stdio MCP server (`list_team`, `send_message`, `check_inbox`) |
 //! | [`wake`] | waking idle sessions (WK1) |
 //! | [`components`] | reading harness config files for admission (AD1) |
+//! | [`trust`] | the trust file applied to sends and deliveries (TR1, DL4) |
 
 #![forbid(unsafe_code)]
 
@@ -31,4 +32,5 @@ pub mod procfs;
 pub mod proto;
 pub mod render;
 pub mod store;
+pub mod trust;
 pub mod wake;

@@ -22,6 +22,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// The whole story on one machine in seconds: three real agent sessions and a real
+    /// daemon in a temporary home, a question and answer, a refused secret, a limit
+    /// tripping, a forwarded injection contained, and the team table.
+    Demo,
     /// Judge text with the rule engine, as if it were a message.
     Scan(cmd::scan::Args),
     /// Check, test and list policy rules.
@@ -73,6 +77,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Demo => cmd::demo::run(),
         Command::Scan(args) => cmd::scan::run(&args),
         Command::Rules(command) => cmd::rules::run(&command),
         Command::Daemon(args) => cmd::daemon::run(&args),

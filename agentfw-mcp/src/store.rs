@@ -142,6 +142,8 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Connection, StoreErro
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     }
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // Every statement the engine runs stays compiled (see `engine::Cached`).
+    conn.set_prepared_statement_cache_capacity(128);
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Sqlite(format!("cannot switch the database to WAL mode (got `{mode}`)")));

@@ -1,13 +1,15 @@
 //! `agentfw block WHO` / `agentfw unblock WHO`: the `blocked` list of the trust file (TR1)
-//! in agentfw's state directory, created with defaults if missing, owner-only.
+//! in agentfw's state directory (the daemon's home, where it reads the file on every send
+//! and delivery), created with defaults if missing, owner-only.
 
 use std::process::ExitCode;
 
 use agentfw_core::policy::SourceFile;
 use agentfw_core::trust::{self, TrustError};
 
+use agentfw_mcp::home::Home;
+
 use super::{EXIT_ERROR, fail, files};
-use crate::dirs;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -24,8 +26,8 @@ pub fn unblock(args: &Args) -> ExitCode {
 }
 
 fn edit(who: &str, block: bool) -> ExitCode {
-    let state = match dirs::agentfw_home() {
-        Ok(dir) => dir,
+    let state = match Home::resolve(None) {
+        Ok(home) => home.dir,
         Err(e) => return fail(e),
     };
     let path = state.join(trust::FILE_NAME);
@@ -43,6 +45,11 @@ fn edit(who: &str, block: bool) -> ExitCode {
             }
             if block {
                 println!("blocked `{who}`: its messages are refused on this machine ({})", path.display());
+                if text.is_none() {
+                    println!(
+                        "note: this created the trust file with its defaults: agents not listed under `teammates:` are refused too (`unknown_teammates: {{policy: reject}}`); write `policy: allow` there to let them through"
+                    );
+                }
             } else {
                 println!("unblocked `{who}` ({})", path.display());
             }
