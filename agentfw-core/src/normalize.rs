@@ -18,7 +18,7 @@ pub fn fold(text: &str) -> String {
     let (mut folded, mut again) = fold_pass(text);
     // A look-alike replaced by its ASCII letter may now compose with a following accent
     // (Cyrillic `і` + U+0301 becomes `i` + U+0301), so may a letter and an accent that a
-    // dropped character kept apart (`i`, NUL, U+0330), and lower-casing may expand a
+    // dropped character kept apart (`i`, NUL, U+0330; two Hangul jamo), and lower-casing may expand a
     // letter into a letter and a mark out of canonical order (`İ` + U+0317): fold the
     // result again, which normalizes it, so that folding folded text changes nothing. One
     // more pass settles every case seen; the bound keeps hostile input linear.
@@ -129,8 +129,8 @@ struct Folder {
     /// The last character seen was dropped (an invisible or a control), so whatever came
     /// before it now meets whatever comes after it.
     dropped: bool,
-    /// The text must be normalized again: a combining mark follows a replaced look-alike or
-    /// a dropped character, or lower-casing expanded a letter.
+    /// The text must be normalized again: a combining mark follows a replaced look-alike, a
+    /// character that is not ASCII follows a dropped one, or lower-casing expanded a letter.
     recompose: bool,
     /// Recent look-alike lookups, direct-mapped by code point: real text repeats a small
     /// alphabet, and a TR39 skeleton costs far more than a cache probe.
@@ -171,7 +171,10 @@ impl Folder {
     }
 
     fn push(&mut self, c: char) {
-        self.recompose |= (self.replaced || self.dropped) && unicode_normalization::char::is_combining_mark(c);
+        // What a dropped character kept apart may compose: a letter and an accent, or two
+        // Hangul jamo (`셰`, NUL, `ᆪ` becomes `셳`).
+        self.recompose |=
+            (self.replaced && unicode_normalization::char::is_combining_mark(c)) || (self.dropped && !c.is_ascii());
         self.replaced = false;
         self.dropped = false;
         if is_line_break(c) {
@@ -256,8 +259,9 @@ mod tests {
 
     #[test]
     fn fold_is_idempotent_on_mixed_text() {
-        // The last three were found by the `normalize` fuzz target: a dropped NUL or zero-width
-        // space between a letter and a combining mark, and a lower-casing that expands.
+        // The last four were found by the `normalize` fuzz target: a dropped NUL or zero-width
+        // space between a letter and a combining mark, a lower-casing that expands, and
+        // controls between Hangul jamo.
         for t in [
             "Ｈｅｌｌｏ\u{200B} Wörld",
             "ǅ ﬁ ẞ Σσς",
