@@ -162,6 +162,17 @@ pub fn run(home: Home) -> ExitCode {
 }
 
 async fn serve(home: Home) -> ExitCode {
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    serve_on(home, stdin, stdout).await
+}
+
+/// Serve one MCP session on `input` and `output` until the client closes `input`: what
+/// `agentfw mcp` does on stdio, and what the fuzzer drives in memory.
+pub async fn serve_on(
+    home: Home,
+    input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+) -> ExitCode {
     let server = Server::new(home);
     let mut warm = Arc::clone(&server.daemon).lock_owned().await;
     tokio::task::spawn_blocking(move || match warm.warm_up() {
@@ -176,10 +187,9 @@ async fn serve(home: Home) -> ExitCode {
     let (to_server, from_client) = tokio::io::duplex(1 << 20);
     let (to_client, from_server) = tokio::io::duplex(1 << 20);
     let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let (stdin, stdout) = rmcp::transport::stdio_pipes();
-    tokio::spawn(pump_in(stdin, to_server, lines_tx.clone()));
+    tokio::spawn(pump_in(input, to_server, lines_tx.clone()));
     tokio::spawn(pump_out(from_server, lines_tx));
-    let writer = tokio::spawn(write_out(stdout, lines_rx));
+    let writer = tokio::spawn(write_out(output, lines_rx));
     let code = match server.serve((from_client, to_client)).await {
         Ok(running) => match running.waiting().await {
             Ok(_) => ExitCode::SUCCESS,

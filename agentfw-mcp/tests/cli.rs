@@ -10,12 +10,9 @@ fn agentfw() -> Command {
     Command::cargo_bin("agentfw").expect("the agentfw binary")
 }
 
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("agentfw-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("a scratch directory");
-    dir
+/// A fresh directory for one test's files, removed when the test ends.
+fn scratch(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new().prefix(&format!("agentfw-cli-{name}-")).tempdir().expect("a scratch directory")
 }
 
 fn stdout(out: &std::process::Output) -> String {
@@ -89,7 +86,8 @@ fn scan_jsonl_rejects_a_bad_line_with_exit_2() {
 
 #[test]
 fn scan_uses_rules_from_a_path() {
-    let dir = scratch("custom");
+    let tmp = scratch("custom");
+    let dir = tmp.path();
     std::fs::write(
         dir.join("no-friday.yaml"),
         "id: no-deploy-talk\non: message.sending\nwhen: message.folded.contains('deploy to prod')\nverdict: deny\nreason: not today\n",
@@ -105,7 +103,8 @@ fn scan_uses_rules_from_a_path() {
 
 #[test]
 fn scan_with_broken_rules_is_an_error() {
-    let dir = scratch("broken-scan");
+    let tmp = scratch("broken-scan");
+    let dir = tmp.path();
     std::fs::write(dir.join("r.yaml"), "id: r\non: message.sending\nwhen: message.nope\nverdict: deny\nreason: r\n")
         .unwrap();
     let out = agentfw().args(["scan", "--rules"]).arg(&dir).write_stdin("x").output().unwrap();
@@ -115,7 +114,8 @@ fn scan_with_broken_rules_is_an_error() {
 
 #[test]
 fn rules_check_reports_line_column_and_caret() {
-    let dir = scratch("check");
+    let tmp = scratch("check");
+    let dir = tmp.path();
     let file = dir.join("bad.yaml");
     std::fs::write(&file, "id: r\non: message.sending\nwhen: >\n  message.hops >= 2 && message.bdy.contains('x')\nverdict: deny\nreason: r\n").unwrap();
     let out = agentfw().args(["rules", "check"]).arg(&file).output().unwrap();
@@ -151,7 +151,8 @@ fn rules_test_runs_case_files() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).trim_end().ends_with(" passed, 0 failed"));
 
-    let dir = scratch("cases");
+    let tmp = scratch("cases");
+    let dir = tmp.path();
     std::fs::write(dir.join("c.yaml"), "cases:\n  - note: wrong on purpose\n    input: hello\n    want: deny\n")
         .unwrap();
     let out = agentfw().args(["rules", "test"]).arg(&dir).output().unwrap();

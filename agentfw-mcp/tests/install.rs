@@ -12,6 +12,8 @@ use assert_cmd::Command;
 
 /// A home, a project and an agentfw state directory of one test's own.
 struct Env {
+    /// Removed with everything in it when the test ends.
+    _root: tempfile::TempDir,
     home: PathBuf,
     project: PathBuf,
     state: PathBuf,
@@ -19,9 +21,10 @@ struct Env {
 
 impl Env {
     fn new(name: &str) -> Self {
-        let root = std::env::temp_dir().join(format!("agentfw-install-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
-        let env = Env { home: root.join("home"), project: root.join("project"), state: root.join("state") };
+        let root = tempfile::Builder::new().prefix(&format!("agentfw-install-{name}-")).tempdir().unwrap();
+        let path = root.path();
+        let env =
+            Env { home: path.join("home"), project: path.join("project"), state: path.join("state"), _root: root };
         fs::create_dir_all(&env.home).unwrap();
         fs::create_dir_all(&env.project).unwrap();
         env

@@ -9,7 +9,7 @@
 //! The keys are the ones of `agentfw-core/vectors/seal/envelopes.json` (same seeded RNG),
 //! so the envelopes there, in `corpus/envelope`, are valid starting points.
 //!
-//! `cargo +nightly fuzz run envelope fuzz/corpus/envelope`
+//! `scripts/fuzz 60 envelope`
 
 #![no_main]
 

@@ -1,7 +1,7 @@
 //! Fencing arbitrary bodies from arbitrary senders: a reader always finds exactly the
 //! sanitized body between the two marker lines and exactly the trailer after them.
 //!
-//! `cargo +nightly fuzz run fence fuzz/corpus/fence`
+//! `scripts/fuzz 60 fence`
 
 #![no_main]
 

@@ -2,7 +2,7 @@
 //! every refusal and every denied decision carries a reason, a quarantined agent never gets
 //! a message accepted, and once everything has had time to expire no state is left.
 //!
-//! `cargo +nightly fuzz run firewall`
+//! `scripts/fuzz 60 firewall`
 
 #![no_main]
 

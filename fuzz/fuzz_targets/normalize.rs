@@ -1,7 +1,7 @@
 //! Folding arbitrary text: nothing panics, folding is idempotent, and folded text has no
 //! invisible characters, controls other than line feeds, or runs of whitespace.
 //!
-//! `cargo +nightly fuzz run normalize fuzz/corpus/normalize`
+//! `scripts/fuzz 60 normalize`
 
 #![no_main]
 

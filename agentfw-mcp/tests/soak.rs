@@ -1,0 +1,217 @@
+//! Soak: a few dozen agent sessions exchange messages through one daemon for a while, with
+//! refusals (secrets in about one message in ten), `kill -9` of the daemon in the first
+//! half, and inboxes read at random moments. At the end every acknowledged message was
+//! delivered (or refused on delivery) exactly once, nothing refused was delivered, the
+//! daemon's memory did not grow during the quiet second half, and the audit log has one
+//! send decision per attempt and one delivery decision per acknowledged message.
+//!
+//! The normal suite runs it briefly; `scripts/soak [SECONDS]` runs it for longer
+//! (`AGENTFW_SOAK_SECS`, `AGENTFW_SOAK_AGENTS`).
+
+#![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![allow(clippy::disallowed_methods)] // the test reads its duration from the environment
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use common::{Agent, World, message_ids, stdout};
+
+/// Limits that a busy team of simulated agents would trip all the time are raised: the
+/// refusals here come from the rules; the limits have their own tests.
+const SOAK_CONFIG: &str = "[wake]\nenabled = false\n[admin]\nfrom_agents = true\n\
+[firewall.limits]\nrate = 1000000\nmax_turns = 1000000\nfan_out = 1000\nthread_messages = 1000000\n";
+
+const WORDS: [&str; 32] = [
+    "schema",
+    "deploy",
+    "latency",
+    "parser",
+    "migration",
+    "review",
+    "cache",
+    "index",
+    "retry",
+    "budget",
+    "queue",
+    "shard",
+    "timeout",
+    "rollback",
+    "feature",
+    "flag",
+    "metric",
+    "alert",
+    "ticket",
+    "branch",
+    "release",
+    "build",
+    "lint",
+    "fixture",
+    "handler",
+    "endpoint",
+    "payload",
+    "token",
+    "window",
+    "socket",
+    "thread",
+    "buffer",
+];
+
+/// A small deterministic generator: the run is reproducible from its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:"))?.trim().trim_end_matches("kB").trim().parse().ok()
+}
+
+#[derive(Default)]
+struct Tally {
+    acked: BTreeSet<String>,
+    refused_on_send: usize,
+    /// Message id → times it reached its recipient (fenced or refused on delivery).
+    seen: BTreeMap<String, u32>,
+}
+
+impl Tally {
+    fn read(&mut self, agent: &mut Agent) -> usize {
+        let r = agent.inbox();
+        assert!(!r.error, "check_inbox failed: {}", r.text);
+        let mut ids = message_ids(&r.text);
+        ids.extend(
+            r.text
+                .lines()
+                .filter_map(|l| l.strip_prefix("- message "))
+                .filter_map(|l| l.split(' ').next())
+                .map(str::to_owned),
+        );
+        for id in &ids {
+            *self.seen.entry(id.clone()).or_default() += 1;
+        }
+        ids.len()
+    }
+}
+
+#[test]
+fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
+    let secs = setting("AGENTFW_SOAK_SECS", 8);
+    let n = setting("AGENTFW_SOAK_AGENTS", 12) as usize;
+    let w = World::with_config(SOAK_CONFIG);
+    let kinds = ["claude", "codex", "cursor-agent"];
+    let mut agents: Vec<(String, Agent)> = (0..n)
+        .map(|i| {
+            let mut agent = w.agent(kinds[i % kinds.len()], &format!("p{i}"));
+            // The label agentfw gives this session, as the session itself is told.
+            let team = agent.team().text;
+            let me = team.split("You are ").nth(1).and_then(|l| l.split(".\n").next()).unwrap().to_owned();
+            (me, agent)
+        })
+        .collect();
+    let mut rng = Rng(0x5eed_50a4);
+    let mut tally = Tally::default();
+    let mut attempts = 0usize;
+    let started = Instant::now();
+    let (half, end) = (Duration::from_secs(secs) / 2, Duration::from_secs(secs));
+    let kills_at = [half / 3, half * 2 / 3];
+    let mut kills = 0;
+    let mut rss = Vec::new();
+    let mut last_sample = Instant::now();
+    while started.elapsed() < end {
+        let from = rng.below(n);
+        // Each agent talks to a few neighbours, as teams do.
+        let to = (from + 1 + rng.below(4)) % n;
+        if to == from {
+            continue;
+        }
+        let mut text: Vec<&str> = (0..8 + rng.below(12)).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+        let secret;
+        if rng.below(10) == 0 {
+            secret = format!("ghp_{:016x}{:016x}abcd", rng.next(), rng.next());
+            text.push(&secret);
+        }
+        let target = agents[to].0.clone();
+        let r = agents[from].1.send(&target, &format!("{} #{attempts}", text.join(" ")));
+        attempts += 1;
+        if r.error {
+            assert!(
+                r.text.contains("refused") || r.text.contains("Refused"),
+                "a send failed for another reason: {}",
+                r.text
+            );
+            tally.refused_on_send += 1;
+        } else {
+            let id = r.text.split("message id ").nth(1).unwrap().split(',').next().unwrap().to_owned();
+            tally.acked.insert(id);
+        }
+        if rng.below(3) == 0 {
+            let reader = rng.below(n);
+            tally.read(&mut agents[reader].1);
+        }
+        if kills < kills_at.len() && started.elapsed() >= kills_at[kills] {
+            let pid = w.wait_daemon();
+            assert!(std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
+            kills += 1;
+        }
+        if started.elapsed() >= half && last_sample.elapsed() >= Duration::from_millis(250) {
+            if let Some(kib) = w.daemon_pid().and_then(rss_kib) {
+                rss.push(kib);
+            }
+            last_sample = Instant::now();
+        }
+    }
+    // Drain every inbox.
+    for (_, agent) in agents.iter_mut() {
+        while tally.read(agent) > 0 {}
+    }
+
+    let lost: Vec<_> = tally.acked.iter().filter(|id| !tally.seen.contains_key(*id)).collect();
+    assert!(lost.is_empty(), "{} acknowledged messages never arrived, e.g. {:?}", lost.len(), lost.first());
+    let twice: Vec<_> = tally.seen.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(twice.is_empty(), "{} messages arrived more than once, e.g. {:?}", twice.len(), twice.first());
+    let unknown: Vec<_> = tally.seen.keys().filter(|id| !tally.acked.contains(*id)).collect();
+    assert!(unknown.is_empty(), "{} messages arrived that were never acknowledged", unknown.len());
+    assert_eq!(kills, 2, "the run was too short to restart the daemon twice");
+    assert!(tally.refused_on_send > 0 && !tally.acked.is_empty(), "the run needs both refusals and deliveries");
+
+    // Memory in the quiet half: the last quarter of samples against the first.
+    assert!(rss.len() >= 8, "too few memory samples: {}", rss.len());
+    let quarter = rss.len() / 4;
+    let avg = |s: &[u64]| s.iter().sum::<u64>() / s.len() as u64;
+    let (early, late) = (avg(&rss[..quarter]), avg(&rss[rss.len() - quarter..]));
+    assert!(late <= early + early / 4 + 4096, "daemon memory grew from {early} KiB to {late} KiB");
+
+    // The audit log accounts for every decision.
+    let out = w.agentfw(&["audit", "--json"]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let records: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let sends: Vec<_> = records.iter().filter(|r| r["stage"] == "sending").collect();
+    let delivered: BTreeSet<&str> =
+        records.iter().filter(|r| r["stage"] == "delivering").filter_map(|r| r["id"].as_str()).collect();
+    assert_eq!(sends.len(), attempts, "one send decision per attempt");
+    assert_eq!(sends.iter().filter(|r| r["verdict"] == "deny").count(), tally.refused_on_send);
+    assert!(tally.acked.iter().all(|id| delivered.contains(id.as_str())), "a delivery is missing from the audit log");
+    println!(
+        "soak: {n} agents, {secs} s, {attempts} sends, {} accepted, {} refused on send, {} daemon restarts, \
+         daemon RSS {early} → {late} KiB",
+        tally.acked.len(),
+        tally.refused_on_send,
+        kills
+    );
+}
