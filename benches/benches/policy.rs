@@ -57,5 +57,32 @@ fn policy(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, policy);
+/// The stages of one decision on 64 KiB, to see where its time goes: sanitizing, folding,
+/// and each pattern set of the pack on the text its rule tests.
+fn stages(c: &mut Criterion) {
+    let Ok(rules) = RuleSet::default_pack() else {
+        eprintln!("the default pack does not compile");
+        return;
+    };
+    let text = repeat_to(ASCII, 64 * 1024);
+    let body = agentfw_core::fence::sanitize(&text).into_owned();
+    let folded = agentfw_core::normalize::fold(&body);
+    let mut group = c.benchmark_group("stages/64KiB_ascii");
+    group.bench_function("sanitize", |b| b.iter(|| agentfw_core::fence::sanitize(black_box(&text)).len()));
+    group.bench_function("fold", |b| b.iter(|| agentfw_core::normalize::fold(black_box(&body))));
+    for (set, subject) in [
+        ("private-keys", &body),
+        ("provider-tokens", &body),
+        ("generic-credentials", &body),
+        ("forwarded-commands", &folded),
+        ("injections", &folded),
+    ] {
+        if let Some(patterns) = rules.patterns().get(set) {
+            group.bench_function(set, |b| b.iter(|| patterns.find(black_box(subject)).is_some()));
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, policy, stages);
 criterion_main!(benches);

@@ -150,10 +150,6 @@ impl Gate {
         }
     }
 
-    fn is_match(&self, text: &str) -> bool {
-        self.sets(text).iter().any(|c| c.is_match(text))
-    }
-
     /// The indices of every pattern that matches somewhere in `text`, ascending.
     fn matches(&self, text: &str) -> Vec<usize> {
         self.sets(text).iter().filter(|c| c.is_match(text)).flat_map(|c| c.matches(text)).collect()
@@ -228,9 +224,6 @@ pub struct PatternSet {
 impl PatternSet {
     /// The first pattern (in file order) that finds a value that counts in `text`.
     pub fn find(&self, text: &str) -> Option<&Pattern> {
-        if !self.set.is_match(text) {
-            return None;
-        }
         self.set
             .matches(text)
             .into_iter()
@@ -285,13 +278,13 @@ impl Union {
     /// One pass over `text` for every set of the union.
     pub(crate) fn scan(&self, text: &str) -> Hits {
         let mut candidates = vec![Vec::new(); self.names.len()];
-        if self.set.is_match(text) {
-            for i in self.set.matches(text) {
-                if let Some(&(slot, index)) = self.owners.get(i)
-                    && let Some(list) = candidates.get_mut(slot)
-                {
-                    list.push(index);
-                }
+        // `matches` runs each set's quick yes-or-no pass first, so no text pays for a
+        // second pass when nothing matches, nor a third when something does.
+        for i in self.set.matches(text) {
+            if let Some(&(slot, index)) = self.owners.get(i)
+                && let Some(list) = candidates.get_mut(slot)
+            {
+                list.push(index);
             }
         }
         let found = candidates.iter().map(|_| OnceLock::new()).collect();
