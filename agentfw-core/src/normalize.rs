@@ -17,7 +17,8 @@ pub fn fold(text: &str) -> String {
     }
     let (mut folded, mut again) = fold_pass(text);
     // A look-alike replaced by its ASCII letter may now compose with a following accent
-    // (Cyrillic `і` + U+0301 becomes `i` + U+0301), so may a letter and an accent that a
+    // (Cyrillic `і` + U+0301 becomes `i` + U+0301), so may a lower-cased letter (`H` +
+    // U+0331 has no composed form, `h` + U+0331 has), and a letter and an accent that a
     // dropped character kept apart (`i`, NUL, U+0330; two Hangul jamo), and lower-casing may expand a
     // letter into a letter and a mark out of canonical order (`İ` + U+0317): fold the
     // result again, which normalizes it, so that folding folded text changes nothing. One
@@ -37,7 +38,9 @@ fn fold_pass(text: &str) -> (String, bool) {
     let mut out = Folder::with_capacity(text.len());
     for c in text.nfkc() {
         if c.is_ascii() {
-            out.push(c.to_ascii_lowercase());
+            let lower = c.to_ascii_lowercase();
+            out.push(lower);
+            out.changed = lower != c;
         } else {
             fold_non_ascii(c, &mut out);
         }
@@ -132,13 +135,9 @@ fn fold_non_ascii(c: char, out: &mut Folder) {
     // `İ` lower-cases to `i` + U+0307, which a following mark may have to be reordered with.
     out.recompose |= lowered.len() > 1;
     for lower in lowered {
-        if lower.is_ascii() {
-            out.push(lower);
-            continue;
-        }
-        let folded = if may_imitate_ascii(lower) { out.look_alike(lower) } else { lower };
+        let folded = if lower.is_ascii() || !may_imitate_ascii(lower) { lower } else { out.look_alike(lower) };
         out.push(folded);
-        out.replaced = folded != lower;
+        out.changed = folded != c;
     }
 }
 
@@ -159,12 +158,13 @@ struct Folder {
     space: bool,
     /// A line break is owed before the next visible character.
     newline: bool,
-    /// The last character pushed replaced a look-alike.
-    replaced: bool,
+    /// The last character pushed is not the one NFKC gave (it was lower-cased, or a
+    /// look-alike replaced), so a combining mark after it may now compose with it.
+    changed: bool,
     /// The last character seen was dropped (an invisible or a control), so whatever came
     /// before it now meets whatever comes after it.
     dropped: bool,
-    /// The text must be normalized again: a combining mark follows a replaced look-alike, a
+    /// The text must be normalized again: a combining mark follows a changed character, a
     /// character that is not ASCII follows a dropped one, or lower-casing expanded a letter.
     recompose: bool,
     /// Recent look-alike lookups, direct-mapped by code point: real text repeats a small
@@ -178,7 +178,7 @@ impl Folder {
             text: String::with_capacity(n),
             space: false,
             newline: false,
-            replaced: false,
+            changed: false,
             dropped: false,
             recompose: false,
             cache: [('\0', '\0'); 64],
@@ -209,8 +209,8 @@ impl Folder {
         // What a dropped character kept apart may compose: a letter and an accent, or two
         // Hangul jamo (`셰`, NUL, `ᆪ` becomes `셳`).
         self.recompose |=
-            (self.replaced && unicode_normalization::char::is_combining_mark(c)) || (self.dropped && !c.is_ascii());
-        self.replaced = false;
+            (self.changed && unicode_normalization::char::is_combining_mark(c)) || (self.dropped && !c.is_ascii());
+        self.changed = false;
         self.dropped = false;
         if is_line_break(c) {
             self.space = false;
@@ -344,9 +344,9 @@ mod tests {
 
     #[test]
     fn fold_is_idempotent_on_mixed_text() {
-        // The last four were found by the `normalize` fuzz target: a dropped NUL or zero-width
-        // space between a letter and a combining mark, a lower-casing that expands, and
-        // controls between Hangul jamo.
+        // The last five were found by the `normalize` fuzz target: a dropped NUL or zero-width
+        // space between a letter and a combining mark, a lower-casing that expands, controls
+        // between Hangul jamo, and a lower-cased letter that then composes.
         for t in [
             "Ｈｅｌｌｏ\u{200B} Wörld",
             "ǅ ﬁ ẞ Σσς",
