@@ -62,6 +62,8 @@ use crate::proto::{
 use crate::store::{self, StoreError, ms};
 use crate::{clock, wake};
 
+mod relay;
+
 /// Most deliveries in one inbox batch.
 const BATCH: i64 = 200;
 /// Snapshot after this many journalled inputs…
@@ -232,6 +234,8 @@ pub struct Engine {
     next_rules_check: Timestamp,
     next_timeout: Timestamp,
     stop: bool,
+    /// The relay link, when this device joined one (`engine/relay.rs`).
+    relay: Option<relay::RelaySide>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -294,6 +298,7 @@ impl Engine {
             next_rules_check: now,
             next_timeout: now,
             stop: false,
+            relay: None,
         };
         engine.rebuild()?;
         engine.load_sessions()?;
@@ -442,6 +447,7 @@ impl Engine {
         let result = result.and_then(|v| self.db.execute_batch("COMMIT").map(|()| v).map_err(EngineError::from));
         if result.is_err() {
             let _ = self.db.execute_batch("ROLLBACK");
+            self.relay_rolled_back();
             self.refreshes.clear();
             self.accepted_for.clear();
             if self.touched
@@ -450,6 +456,7 @@ impl Engine {
                 eprintln!("agentfw daemon: cannot rebuild the firewall state from the database: {e}");
             }
         } else {
+            self.relay_committed();
             for agent in std::mem::take(&mut self.accepted_for) {
                 self.schedule_wake(&agent);
             }
@@ -475,6 +482,7 @@ impl Engine {
 
     fn drain(&mut self, now: Timestamp) -> Result<(), EngineError> {
         while let Some(event) = self.fw.poll_event() {
+            self.relay_event(&event);
             match event {
                 Event::Decision(d) => self.audit(&d)?,
                 Event::WouldRefuse { id, stage, agent, reason } => {
@@ -659,8 +667,9 @@ impl Engine {
         let at = components::Where { kind: &s.identity.agent, home, codex_home, project };
         match components::collect(&at) {
             Ok(list) => {
-                s.components = Some(list);
+                s.components = Some(list.clone());
                 s.components_error = None;
+                self.relay_components(agent, &list);
             }
             Err(e) => {
                 eprintln!("agentfw daemon: cannot list the components of {}: {e}", s.agent.label());
@@ -719,6 +728,9 @@ impl Engine {
             by_label
         };
         if candidates.is_empty() {
+            if let Some(remote) = self.find_remote(to)? {
+                return Ok(remote);
+            }
             return Err(reply(
                 code::UNKNOWN_RECIPIENT,
                 format!(
@@ -801,10 +813,11 @@ impl Engine {
             None => None,
             Some(r) => Some(r.parse::<MessageId>().map_err(|e| reply(code::BAD_REQUEST, format!("`reply_to`: {e}")))?),
         };
-        let (Some(from), Some(to_agent)) = (self.sessions.get(&me), self.sessions.get(&recipient)) else {
+        let to_agent = self.sessions.get(&recipient).map(|s| s.agent.clone()).or_else(|| self.remote_agent(&recipient));
+        let (Some(from), Some(to_agent)) = (self.sessions.get(&me), to_agent) else {
             return Err(reply(code::INTERNAL, "session vanished"));
         };
-        let outgoing = Outgoing { from: from.agent.clone(), to: to_agent.agent.clone(), body: text, reply_to };
+        let outgoing = Outgoing { from: from.agent.clone(), to: to_agent, body: text, reply_to };
         let now = clock::now();
         let outcome = self.tx(|e| {
             let mut out = e.apply(now, Journaled::Send(outgoing.clone()))?;
@@ -814,8 +827,10 @@ impl Engine {
             e.run_refreshes(now)?;
             let outcome = match out {
                 Output::Accepted { message, warnings } => {
-                    e.enqueue(now, &message, &warnings)?;
-                    e.accepted_for.push(message.to.id.clone());
+                    if !e.outbox(now, &message)? {
+                        e.enqueue(now, &message, &warnings)?;
+                        e.accepted_for.push(message.to.id.clone());
+                    }
                     Outcome::Sent(SendResult {
                         id: message.id.to_string(),
                         thread: message.thread.to_string(),
@@ -1061,6 +1076,7 @@ impl Engine {
             components_error: s.components_error.clone(),
             wake: s.channel().map(|c| c.describe().to_owned()),
             last_seen: s.last_seen.as_millis(),
+            machine: None,
         }
     }
 
@@ -1072,6 +1088,7 @@ impl Engine {
             .map(|s| self.view(s, me, now))
             .filter(|v| v.live || now.as_millis().saturating_sub(v.last_seen) < GONE_SHOWN_MS)
             .collect();
+        views.extend(self.remote_views(now));
         views.sort_by(|a, b| b.live.cmp(&a.live).then_with(|| a.label.cmp(&b.label)).then_with(|| a.id.cmp(&b.id)));
         views
     }
@@ -1129,6 +1146,7 @@ impl Engine {
                 ratings: self.ratings.len(),
             },
             rules: self.rules_info.clone(),
+            relay: self.relay_info()?,
             team,
         };
         Ok(serde_json::to_value(result)?)
@@ -1398,6 +1416,7 @@ impl Engine {
             }
         }
         self.run_wakes(now);
+        self.relay_announce();
         let snapshot_due = self.journal_rows >= SNAPSHOT_EVERY
             || (self.journal_rows > 0
                 && now.as_millis().saturating_sub(self.last_snapshot.as_millis()) >= SNAPSHOT_AFTER_MS);

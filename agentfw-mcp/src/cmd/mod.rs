@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod hook;
 pub mod identity;
 pub mod install;
+pub mod join;
 pub mod keys;
 pub mod messages;
 pub mod rules;
