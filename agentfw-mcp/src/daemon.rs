@@ -204,12 +204,14 @@ async fn serve(
 ) {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let (jobs, resolver) = (jobs.clone(), Arc::clone(&resolver));
-                    tokio::spawn(async move {
+                    connections.spawn(async move {
                         if let Err(e) = connection(stream, jobs, resolver, clock).await {
                             eprintln!("agentfw daemon: connection: {e}");
                         }
@@ -227,6 +229,12 @@ async fn serve(
     }
     // Let the engine finish (it notices the dropped sender) before the caller removes the socket.
     drop(jobs);
+    // Answers already decided (the `shutdown` request's own, say) reach their clients:
+    // connections that end within a moment are waited for, idle ones are not.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
 }
 
 /// Serve one client: decide who it is, then answer its requests in order.

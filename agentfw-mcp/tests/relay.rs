@@ -307,3 +307,63 @@ fn a_relay_restarted_mid_traffic_loses_and_duplicates_nothing_acknowledged() {
         (s["connected"] == true && s["outbox"] == 0).then_some(())
     });
 }
+
+#[test]
+fn join_and_the_relay_flag_refuse_bad_input_clearly() {
+    let relay = TestRelay::start();
+    let w = World::new();
+    let run = |args: &[&str]| {
+        let out = w.agentfw(args);
+        (out.status.code(), stderr(&out))
+    };
+    let (code, err) = run(&["join", "ftp://relay.example", "afwi_x"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("relay URL `ftp://relay.example` is not valid: use http://HOST:PORT"), "{err}");
+    let (code, err) = run(&["join", &relay.url(), "  "]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("the invite is empty"), "{err}");
+    let (code, err) = run(&["join", "http://127.0.0.1:1", "afwi_x"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot reach the relay"), "{err}");
+    let (code, err) = run(&["join", &relay.url(), "afwi_made-up"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("relay.bad_invite"), "{err}");
+
+    // A configuration that cannot be edited is found before the invite is spent.
+    let invite = relay.invite();
+    std::fs::write(w.home.join("config.toml"), "[wake\n").unwrap();
+    let (code, err) = run(&["join", &relay.url(), &invite]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("is not valid TOML"), "{err}");
+    std::fs::write(w.home.join("config.toml"), BASE_CONFIG).unwrap();
+    let (code, err) = run(&["join", &relay.url(), &invite, "--name", "m1"]);
+    assert_eq!(code, Some(0), "{err}");
+    let config = std::fs::read_to_string(w.home.join("config.toml")).unwrap();
+    assert!(config.starts_with(BASE_CONFIG), "the user's settings stay as they were: {config}");
+    // A device is enrolled once; an invite is used once.
+    let (code, err) = run(&["join", &relay.url(), &relay.invite()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("relay.already_enrolled"), "{err}");
+    let other = World::new();
+    let out = other.agentfw(&["join", &relay.url(), &invite]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("relay.bad_invite"), "{}", stderr(&out));
+
+    // The daemon says where it is connected.
+    let out = w.agentfw(&["status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = wait_for("the daemon connected", || {
+        let text = stdout(&w.agentfw(&["status"]));
+        text.contains(", connected;").then_some(text)
+    });
+    assert!(text.contains(&format!("relay: {} as m1 (device ", relay.url())), "{text}");
+    let out = w.agentfw(&["daemon", "--stop"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    // `--relay` on a device without keys.
+    let fresh = World::new();
+    let out = fresh.agentfw(&["daemon", "--relay", &relay.url()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("this device has no keys yet") && err.contains("agentfw join"), "{err}");
+}
