@@ -367,3 +367,43 @@ fn join_and_the_relay_flag_refuse_bad_input_clearly() {
     let err = stderr(&out);
     assert!(err.contains("this device has no keys yet") && err.contains("agentfw join"), "{err}");
 }
+
+#[test]
+fn messages_waiting_for_the_relay_survive_a_kill_9_of_the_daemon() {
+    const N: usize = 5;
+    let mut relay = TestRelay::start();
+    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
+    let m1 = machine(&relay, "m1", &config);
+    let m2 = machine(&relay, "m2", &config);
+    let mut web = m1.agent("claude", "web");
+    let mut api = m2.agent("codex", "api");
+    wait_for("api on m1", || {
+        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
+    });
+
+    relay.stop();
+    wait_for("m1 to notice", || (relay_status(&m1)["connected"] == false).then_some(()));
+    for i in 0..N {
+        let r = web.send("api (codex)", &format!("payload {i}: sent while the relay is away"));
+        assert!(!r.error, "send {i}: {}", r.text);
+    }
+    assert_eq!(relay_status(&m1)["outbox"], N);
+    let first = m1.daemon_pid().unwrap();
+    assert!(std::process::Command::new("kill").args(["-9", &first.to_string()]).status().unwrap().success());
+    wait_for("the daemon to die", || (!std::path::Path::new(&format!("/proc/{first}")).exists()).then_some(()));
+
+    relay.start_again();
+    // The next request starts a new daemon, which submits what its outbox holds.
+    wait_for("m1's outbox to empty", || (relay_status(&m1)["outbox"] == 0).then_some(()));
+    assert_ne!(m1.daemon_pid(), Some(first));
+    let mut received: BTreeMap<usize, usize> = BTreeMap::new();
+    wait_for("every message on m2", || {
+        for line in api.inbox().text.lines() {
+            if let Some(rest) = line.strip_prefix("payload ") {
+                *received.entry(rest.split(':').next().unwrap().parse().unwrap()).or_default() += 1;
+            }
+        }
+        (received.len() == N).then_some(())
+    });
+    assert!(received.values().all(|n| *n == 1), "{received:?}");
+}
