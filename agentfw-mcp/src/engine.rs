@@ -1416,7 +1416,7 @@ impl Engine {
             }
         }
         self.run_wakes(now);
-        self.relay_announce();
+        self.relay_announce(now);
         let snapshot_due = self.journal_rows >= SNAPSHOT_EVERY
             || (self.journal_rows > 0
                 && now.as_millis().saturating_sub(self.last_snapshot.as_millis()) >= SNAPSHOT_AFTER_MS);

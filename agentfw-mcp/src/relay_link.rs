@@ -24,7 +24,7 @@ use std::sync::Arc;
 use agentfw_core::admission::ComponentId;
 use agentfw_core::firewall::{Accepted, AdminAction, Event};
 use agentfw_core::message::{Agent, MessageId};
-use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, OpenError, PublicBundle, ReplayCache, Rotation};
+use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, PublicBundle, ReplayCache, Rotation};
 use agentfw_relay::client::{Client, ClientConfig, ClientError, Delivery, Incoming};
 use agentfw_relay::protocol::{AgentEntry, DeviceEntry, Routed};
 use rand_chacha::ChaCha20Rng;
@@ -388,9 +388,6 @@ impl Task {
             clock::now(),
         ) {
             Ok(opened) => opened,
-            Err(e @ (OpenError::UnknownSender | OpenError::RetiredSender)) => {
-                return Some(FromLink::Rejected { seq, why: e.to_string() });
-            }
             Err(e) => return Some(FromLink::Rejected { seq, why: format!("cannot open the envelope: {e}") }),
         };
         let message: Accepted = match serde_json::from_slice(&opened.body) {

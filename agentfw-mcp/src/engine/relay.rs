@@ -35,8 +35,11 @@ pub(super) struct RelaySide {
     /// Collected inside a transaction; sent after its commit, dropped on rollback.
     events: Vec<Event>,
     outbound: Vec<Outbound>,
-    /// The live agents last announced.
+    /// The live agents last announced, how many sessions there were then, and when to
+    /// look again.
     announced: Vec<Agent>,
+    sessions_seen: usize,
+    next_announce: Timestamp,
 }
 
 impl Engine {
@@ -75,6 +78,8 @@ impl Engine {
             events: Vec::new(),
             outbound: Vec::new(),
             announced: Vec::new(),
+            sessions_seen: 0,
+            next_announce: Timestamp::from_millis(0),
         });
         Ok(())
     }
@@ -311,9 +316,16 @@ impl Engine {
         }
     }
 
-    /// Tells the relay which agents live here, when that changed.
-    pub(super) fn relay_announce(&mut self) {
-        let Some(name) = self.relay.as_ref().map(|r| r.name.clone()) else { return };
+    /// Tells the relay which agents live here, when that changed: at once for a new
+    /// session, and sessions that ended are noticed within a second.
+    pub(super) fn relay_announce(&mut self, now: Timestamp) {
+        let Some(relay) = self.relay.as_mut() else { return };
+        if self.sessions.len() == relay.sessions_seen && now < relay.next_announce {
+            return;
+        }
+        relay.sessions_seen = self.sessions.len();
+        relay.next_announce = now + std::time::Duration::from_secs(1);
+        let name = relay.name.clone();
         let mut live: Vec<Agent> = self
             .sessions
             .values()
