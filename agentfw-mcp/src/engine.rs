@@ -1134,7 +1134,7 @@ impl Engine {
                 started_at: self.started_at.as_millis(),
                 db_bytes,
             },
-            sessions_live: team.iter().filter(|v| v.live).count(),
+            sessions_live: team.iter().filter(|v| v.live && v.machine.is_none()).count(),
             sessions_total: self.sessions.len(),
             inbox_pending: u64::try_from(pending).unwrap_or(0),
             quarantined,

@@ -161,9 +161,11 @@ fn two_machines_talk_fenced_contain_a_worm_and_obey_a_central_block() {
     wait_for("m1's agents on m2", || {
         api.team().text.contains("web (claude) — agent claude, project web, on machine m1").then_some(())
     });
-    let status = relay_status(&m1);
-    assert_eq!(status["connected"], true, "{status}");
-    assert_eq!(status["name"], "m1", "{status}");
+    let status = json_of(&m1, &["status", "--json"]);
+    assert_eq!(status["sessions_live"], 2, "this machine's sessions only: {status}");
+    assert_eq!(status["relay"]["connected"], true, "{status}");
+    assert_eq!(status["relay"]["name"], "m1", "{status}");
+    assert_eq!(status["relay"]["remote_agents"], 2, "{status}");
 
     // A question crosses, sealed, and arrives fenced with its sender's label.
     let sent = web.send("api (codex)", "What JSON should the /health endpoint return?");
