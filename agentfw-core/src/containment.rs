@@ -160,4 +160,10 @@ impl Containment {
     pub fn remembered(&self) -> impl Iterator<Item = &Remembered> {
         self.remembered.values()
     }
+
+    /// Every remembered text with its fingerprints (never the text), so another machine
+    /// can refuse it on sight too (CT2).
+    pub fn remembered_with_prints(&self) -> impl Iterator<Item = (&Remembered, &Fingerprints)> {
+        self.remembered.entries().map(|(r, prints, _)| (r, prints))
+    }
 }

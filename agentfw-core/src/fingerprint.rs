@@ -221,6 +221,12 @@ impl<T> TextMemory<T> {
         self.entries.values().map(|e| &e.value)
     }
 
+    /// The live values with their fingerprints and expiry, oldest first: what another
+    /// memory needs to refuse the same texts.
+    pub fn entries(&self) -> impl Iterator<Item = (&T, &Fingerprints, Timestamp)> {
+        self.entries.values().map(|e| (&e.value, &e.prints, e.expires))
+    }
+
     fn pop_oldest(&mut self) -> Option<T> {
         let key = *self.entries.first_key_value()?.0;
         self.remove(key)

@@ -189,6 +189,24 @@ pub enum AdminAction {
         a: AgentId,
         b: AgentId,
     },
+    /// Disconnect a pair of agents (AM2): nothing passes between them, either way, until
+    /// [`AdminAction::Reconnect`].
+    Disconnect {
+        a: AgentId,
+        b: AgentId,
+        reason: String,
+    },
+    Reconnect {
+        a: AgentId,
+        b: AgentId,
+    },
+    /// Refuse this text on sight, as if this firewall had refused it (CT2): how a text
+    /// refused on another machine reaches this one. Emits no event, so it is not reported
+    /// back.
+    Remember {
+        remembered: Remembered,
+        prints: Fingerprints,
+    },
     /// Replace the admission verdict copy: the inventory from the relay or a file (AD8).
     SetInventory {
         inventory: Inventory,
@@ -291,6 +309,11 @@ pub enum Event {
         text: TextId,
         message: MessageId,
         rule: String,
+        /// The refused text's reason, as [`Remembered::reason`].
+        reason: String,
+        /// What another firewall needs to refuse the same text on sight
+        /// ([`AdminAction::Remember`]); fingerprints only, never the text.
+        prints: Fingerprints,
     },
     Forgotten {
         text: TextId,
@@ -325,7 +348,29 @@ pub struct State {
     limits: Limits,
     #[serde(default)]
     admission: Admission,
+    /// Pairs an admin disconnected (AM2). A short list: admins disconnect pairs one by one.
+    #[serde(default)]
+    disconnected: Vec<Disconnection>,
     events: VecDeque<Event>,
+}
+
+/// A pair of agents an admin disconnected (AM2), in both directions. `a` sorts before `b`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Disconnection {
+    pub a: AgentId,
+    pub b: AgentId,
+    pub reason: String,
+}
+
+impl Disconnection {
+    /// The pair in its canonical order.
+    pub fn pair(x: AgentId, y: AgentId) -> (AgentId, AgentId) {
+        if x <= y { (x, y) } else { (y, x) }
+    }
+
+    fn is(&self, x: &AgentId, y: &AgentId) -> bool {
+        (&self.a == x && &self.b == y) || (&self.a == y && &self.b == x)
+    }
 }
 
 /// The firewall state machine. See the module docs for the run loop.
@@ -348,6 +393,7 @@ impl Firewall {
             containment: Containment::new(config.containment.clone()),
             limits: Limits::new(config.limits.clone()),
             admission: Admission::new(config.admission.clone()),
+            disconnected: Vec::new(),
             events: VecDeque::new(),
             config,
         })
@@ -387,6 +433,11 @@ impl Firewall {
 
     pub fn limits(&self) -> &Limits {
         &self.state.limits
+    }
+
+    /// The pairs an admin disconnected (AM2).
+    pub fn disconnected(&self) -> &[Disconnection] {
+        &self.state.disconnected
     }
 
     /// The admission gate: its settings, inventory, verdicts and previews.
@@ -447,7 +498,9 @@ impl Firewall {
         } else if out.from.id == out.to.id {
             Some(Reason::new("message.to_self", "an agent cannot message itself"))
         } else {
-            self.contained(now, &out.from, &out.to, "the recipient").map(|(_, r)| r)
+            self.contained(now, &out.from, &out.to, "the recipient")
+                .map(|(_, r)| r)
+                .or_else(|| self.cut_off(&out.from, &out.to))
         };
         let mut warnings = Vec::new();
         let early = match early {
@@ -532,6 +585,10 @@ impl Firewall {
             self.record_delivery(now, &m, Verdict::Hold, Some(reason.clone()));
             return Output::Held { message: m, until, reason };
         }
+        if let Some(reason) = self.cut_off(&m.to, &m.from) {
+            self.record_delivery(now, &m, Verdict::Deny, Some(reason.clone()));
+            return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
+        }
         let mut warnings = Vec::new();
         let gate = match self.gate(now, id, Stage::Delivering, &m.to, "your agent is", &mut warnings) {
             Some(refused) => Some(refused),
@@ -602,6 +659,16 @@ impl Firewall {
         Some((q.until, Reason::new("containment.quarantined", text)))
     }
 
+    /// Did an admin disconnect `me` from `other` (AM2)?
+    fn cut_off(&self, me: &Agent, other: &Agent) -> Option<Reason> {
+        let d = self.state.disconnected.iter().find(|d| d.is(&me.id, &other.id))?;
+        let why = if d.reason.trim().is_empty() { String::new() } else { format!(": {}", d.reason.trim()) };
+        Some(Reason::new(
+            "admin.disconnected",
+            format!("an admin disconnected you from {}{why}; ask your user", other.label()),
+        ))
+    }
+
     /// The admission gate for `agent`, named `subject` in reasons (AD5, AD6, AD8). Returns
     /// the refusal and whether it only waits for the agent's refresh; a report-only warning
     /// goes into `warnings` and the event log instead.
@@ -665,7 +732,13 @@ impl Firewall {
         let held = self.state.containment.contain(now, &provenance.path, spared, prints, refusal);
         let events = &mut self.state.events;
         events.extend(held.into_iter().map(|(agent, quarantine)| Event::Quarantined { agent, quarantine }));
-        events.push_back(Event::Remembered { text, message: id, rule: rule.to_owned() });
+        events.push_back(Event::Remembered {
+            text,
+            message: id,
+            rule: rule.to_owned(),
+            reason: reason.to_owned(),
+            prints: prints.clone(),
+        });
     }
 
     fn refuse_send(
@@ -738,6 +811,15 @@ impl Firewall {
                     s.events.push_back(Event::TurnReset { agent });
                 }
             }
+            AdminAction::Disconnect { a, b, reason } => {
+                let (a, b) = Disconnection::pair(a, b);
+                match s.disconnected.iter_mut().find(|d| d.is(&a, &b)) {
+                    Some(d) => d.reason = reason,
+                    None => s.disconnected.push(Disconnection { a, b, reason }),
+                }
+            }
+            AdminAction::Reconnect { a, b } => s.disconnected.retain(|d| !d.is(&a, &b)),
+            AdminAction::Remember { remembered, prints } => s.containment.remember(now, &prints, remembered),
             AdminAction::SetInventory { inventory } => s.admission.set_inventory(inventory),
             AdminAction::SetComponents { agent, components } => s.admission.set_components(agent, components),
             AdminAction::SetAdmissionMode { mode } => s.admission.set_mode(mode),

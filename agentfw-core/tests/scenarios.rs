@@ -359,3 +359,64 @@ fn snapshot_and_restore_continue_the_same_story() {
     };
     assert_eq!(run(false), run(true));
 }
+
+#[test]
+fn an_admin_disconnects_a_pair_both_ways_until_reconnected() {
+    let mut sim = sim();
+    let (web, api, worker) = (agent("web", "claude"), agent("api", "codex"), agent("worker", "cursor"));
+    let waiting = accepted(sim.send(&web, &api, "Which port does the API listen on?"));
+    sim.admin(AdminAction::Disconnect { a: api.id.clone(), b: web.id.clone(), reason: "under review".into() });
+    for (from, to) in [(&web, &api), (&api, &web)] {
+        let r = refused(sim.send(from, to, "Are you there?"));
+        assert_eq!(r.reason.code, "admin.disconnected");
+        assert_eq!(
+            r.message(),
+            format!("refused: an admin disconnected you from {}: under review; ask your user", to.label())
+        );
+    }
+    // What was accepted before the block does not get through either...
+    let outputs = sim.read(&api);
+    let [Output::Refused(r)] = outputs.as_slice() else { panic!("{outputs:?}") };
+    assert_eq!((r.id, r.stage, r.reason.code.as_str()), (waiting.id, Stage::Delivering, "admin.disconnected"));
+    // ...while everyone else still talks.
+    accepted(sim.send(&web, &worker, "Which port does the worker use?"));
+    assert_eq!(sim.firewall.disconnected().len(), 1);
+    sim.admin(AdminAction::Reconnect { a: web.id.clone(), b: api.id.clone() });
+    accepted(sim.send(&api, &web, "Back again: port 8080."));
+    assert!(sim.firewall.disconnected().is_empty());
+}
+
+#[test]
+fn a_text_refused_elsewhere_is_refused_on_sight_here() {
+    // Machine A contains the worm and reports what it remembered...
+    let mut a = sim();
+    let (web, api, worker) = (agent("web", "claude"), agent("api", "codex"), agent("worker", "cursor"));
+    accepted(a.send(&web, &api, INJECTION));
+    a.read(&api);
+    refused(a.send(&api, &worker, INJECTION));
+    let (remembered, prints) = a
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            Event::Remembered { text, message, rule, reason, prints } => Some((
+                agentfw_core::containment::Remembered {
+                    text: *text,
+                    message: *message,
+                    rule: rule.clone(),
+                    reason: reason.clone(),
+                },
+                prints.clone(),
+            )),
+            _ => None,
+        })
+        .expect("the text is remembered with its fingerprints");
+    // ...and machine B, told through the relay, refuses it at the first hop, lightly edited.
+    let mut b = sim();
+    let (ops, dev) = (agent("ops", "gemini"), agent("dev", "claude"));
+    let before = b.events().len();
+    b.admin(AdminAction::Remember { remembered, prints });
+    assert_eq!(b.events().len(), before, "a remote text is not reported back");
+    let r = refused(b.send(&ops, &dev, &INJECTION.replace("Ignore", "IGNORE")));
+    assert_eq!(r.reason.code, "containment.remembered");
+    assert_eq!(r.reason.rule.as_deref(), Some("deny-forwarded-commands"));
+}

@@ -561,3 +561,42 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 fn remove_line(text: &str, prefix: &str) -> String {
     text.lines().filter(|l| !l.starts_with(prefix)).map(|l| format!("{l}\n")).collect()
 }
+
+#[test]
+fn a_relay_verifies_the_sender_without_the_recipient_keys() {
+    let mut w = World::new();
+    let envelope = w.alice_to_bob(BODY, T0);
+    let seen = Envelope::from_bytes(envelope.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!(seen.verify(&w.bob_keyring), Ok(()));
+    assert_eq!(seen.verify_signed_by(w.alice.public()), Ok(()));
+    // Someone else's key, an unknown sender, a retired one, a flipped byte.
+    assert_eq!(seen.verify_signed_by(w.bob.public()), Err(OpenError::BadSignature));
+    assert_eq!(seen.verify(&Keyring::new()), Err(OpenError::UnknownSender));
+    let mut tampered = envelope.as_bytes().to_vec();
+    let last_ct = tampered.len() - 65;
+    tampered[last_ct] ^= 1;
+    let tampered = Envelope::from_bytes(&tampered, &Limits::default()).unwrap();
+    assert_eq!(tampered.verify(&w.bob_keyring), Err(OpenError::BadSignature));
+    w.bob_keyring.revoke(w.alice.device(), T0).unwrap();
+    assert_eq!(seen.verify(&w.bob_keyring), Err(OpenError::RetiredSender));
+}
+
+#[test]
+fn statements_verify_only_under_their_own_context_and_key() {
+    let w = World::new();
+    let signature = w.alice.sign_statement("agentfw relay auth v1", b"nonce");
+    let alice = w.alice.public();
+    assert_eq!(alice.verify_statement("agentfw relay auth v1", b"nonce", &signature), Ok(()));
+    for (context, message) in [("agentfw relay auth v2", &b"nonce"[..]), ("agentfw relay auth v1", b"nonce!")] {
+        assert_eq!(alice.verify_statement(context, message, &signature), Err(KeyError::BadStatementSignature));
+    }
+    // The context's length is signed, so bytes cannot move between context and message.
+    assert_eq!(
+        alice.verify_statement("agentfw relay auth v1n", b"once", &signature),
+        Err(KeyError::BadStatementSignature)
+    );
+    assert_eq!(
+        w.bob.public().verify_statement("agentfw relay auth v1", b"nonce", &signature),
+        Err(KeyError::BadStatementSignature)
+    );
+}

@@ -26,6 +26,11 @@
 //! from_agents = false   # admin commands (allow, quarantine lift, admission …) from a
 //!                       # process inside an agent session are refused: an agent must not
 //!                       # lift its own quarantine
+//!
+//! [relay]               # written by `agentfw join URL INVITE`
+//! url = "http://relay.example:8470"
+//! device = "…"          # this device's id, as enrolled
+//! name = "laptop"       # this machine's name on the relay
 //! ```
 //!
 //! `[firewall]` is part of the firewall's saved state: it applies when the state is first
@@ -102,6 +107,15 @@ pub struct AdminConfig {
     pub from_agents: bool,
 }
 
+/// The relay this device joined (`agentfw join`); `url` empty: no relay.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RelayConfig {
+    pub url: String,
+    pub device: String,
+    pub name: String,
+}
+
 /// The whole configuration, defaults filled in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DaemonConfig {
@@ -111,6 +125,7 @@ pub struct DaemonConfig {
     pub wake: WakeConfig,
     pub audit: AuditConfig,
     pub admin: AdminConfig,
+    pub relay: RelayConfig,
 }
 
 impl Default for DaemonConfig {
@@ -122,6 +137,7 @@ impl Default for DaemonConfig {
             wake: WakeConfig::default(),
             audit: AuditConfig::default(),
             admin: AdminConfig::default(),
+            relay: RelayConfig::default(),
         }
     }
 }
@@ -169,9 +185,10 @@ impl DaemonConfig {
                 "wake" => config.wake = serde_json::from_value(value).map_err(section)?,
                 "audit" => config.audit = serde_json::from_value(value).map_err(section)?,
                 "admin" => config.admin = serde_json::from_value(value).map_err(section)?,
+                "relay" => config.relay = serde_json::from_value(value).map_err(section)?,
                 other => {
                     return Err(format!(
-                        "unknown section `[{other}]`: expected identity, firewall, storage, wake, audit or admin"
+                        "unknown section `[{other}]`: expected identity, firewall, storage, wake, audit, admin or relay"
                     ));
                 }
             }

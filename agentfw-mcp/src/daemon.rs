@@ -31,6 +31,7 @@ use crate::engine::{Caller, Engine};
 use crate::home::{Home, HomeError, uid};
 use crate::procfs::{self, ProcClock};
 use crate::proto::{self, ErrorBody, Op, Response, code};
+use crate::relay_link::{self, FromLink};
 use crate::store::StoreError;
 use crate::wake;
 
@@ -53,6 +54,8 @@ pub enum DaemonError {
     Store(#[from] StoreError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(io::Error),
+    #[error("relay: {0}")]
+    Relay(String),
 }
 
 struct Job {
@@ -61,9 +64,16 @@ struct Job {
     reply: oneshot::Sender<Result<Value, ErrorBody>>,
 }
 
-/// Run the daemon for `home` in the foreground until it is stopped.
+/// What the engine thread takes: requests from sockets, and news from the relay link.
+enum Work {
+    Request(Job),
+    Relay(FromLink),
+}
+
+/// Run the daemon for `home` in the foreground until it is stopped. `relay` overrides the
+/// relay URL `agentfw join` wrote into the configuration.
 #[allow(clippy::disallowed_methods)] // reads HOME, once, to expand `~/` in the identity configuration
-pub fn run(home: &Home) -> Result<(), DaemonError> {
+pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
     if !cfg!(target_os = "linux") {
         return Err(DaemonError::Unsupported);
     }
@@ -90,6 +100,7 @@ pub fn run(home: &Home) -> Result<(), DaemonError> {
             }
         })
         .map_err(DaemonError::Runtime)?;
+    let config_relay = config.relay.clone();
     let mut engine = Engine::open(home.clone(), config, Some(wake_tx))?;
     let clock = engine.proc_clock();
 
@@ -116,7 +127,13 @@ pub fn run(home: &Home) -> Result<(), DaemonError> {
     );
 
     let stopped = Arc::new(Notify::new());
-    let (jobs_tx, jobs_rx) = mpsc::channel::<Job>();
+    let (jobs_tx, jobs_rx) = mpsc::channel::<Work>();
+    if let Some((link, name)) =
+        relay_link::start_for(home, &config_relay, relay, &runtime, jobs_tx.clone(), Work::Relay)
+            .map_err(DaemonError::Relay)?
+    {
+        engine.attach_relay(link, name)?;
+    }
     let engine_stopped = Arc::clone(&stopped);
     let engine_thread = std::thread::Builder::new()
         .name("agentfw-engine".into())
@@ -127,7 +144,8 @@ pub fn run(home: &Home) -> Result<(), DaemonError> {
                     break;
                 }
                 match jobs_rx.recv_timeout(wait) {
-                    Ok(job) => {
+                    Ok(Work::Relay(news)) => engine.relay_input(news),
+                    Ok(Work::Request(job)) => {
                         let answer = engine.handle(&job.caller, job.op);
                         let _ = job.reply.send(answer);
                         if engine.should_stop() {
@@ -179,19 +197,21 @@ fn lock(home: &Home) -> Result<std::fs::File, DaemonError> {
 
 async fn serve(
     listener: UnixListener,
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     resolver: Arc<Resolver>,
     clock: ProcClock,
     stopped: Arc<Notify>,
 ) {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut connections = tokio::task::JoinSet::new();
     loop {
+        while connections.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let (jobs, resolver) = (jobs.clone(), Arc::clone(&resolver));
-                    tokio::spawn(async move {
+                    connections.spawn(async move {
                         if let Err(e) = connection(stream, jobs, resolver, clock).await {
                             eprintln!("agentfw daemon: connection: {e}");
                         }
@@ -209,12 +229,18 @@ async fn serve(
     }
     // Let the engine finish (it notices the dropped sender) before the caller removes the socket.
     drop(jobs);
+    // Answers already decided (the `shutdown` request's own, say) reach their clients:
+    // connections that end within a moment are waited for, idle ones are not.
+    let _ = tokio::time::timeout(std::time::Duration::from_millis(500), async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
 }
 
 /// Serve one client: decide who it is, then answer its requests in order.
 async fn connection(
     stream: UnixStream,
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     resolver: Arc<Resolver>,
     clock: ProcClock,
 ) -> io::Result<()> {
@@ -254,7 +280,7 @@ async fn connection(
             Ok((id, op)) => {
                 let (tx, rx) = oneshot::channel();
                 let job = Job { caller: Arc::clone(&caller), op, reply: tx };
-                if jobs.send(job).is_err() {
+                if jobs.send(Work::Request(job)).is_err() {
                     return Ok(());
                 }
                 match rx.await {

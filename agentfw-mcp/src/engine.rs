@@ -63,6 +63,8 @@ use crate::store::{self, StoreError, ms};
 use crate::trust::{self, Standing, Trust};
 use crate::{clock, wake};
 
+mod relay;
+
 /// Most deliveries in one inbox batch.
 const BATCH: i64 = 200;
 /// Snapshot after this many journalled inputs…
@@ -262,6 +264,8 @@ pub struct Engine {
     next_rules_check: Timestamp,
     next_timeout: Timestamp,
     stop: bool,
+    /// The relay link, when this device joined one (`engine/relay.rs`).
+    relay: Option<relay::RelaySide>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -326,6 +330,7 @@ impl Engine {
             next_rules_check: now,
             next_timeout: now,
             stop: false,
+            relay: None,
         };
         engine.rebuild()?;
         engine.load_sessions()?;
@@ -474,6 +479,7 @@ impl Engine {
         let result = result.and_then(|v| self.db.exec("COMMIT", []).map(|_| v).map_err(EngineError::from));
         if result.is_err() {
             let _ = self.db.execute_batch("ROLLBACK");
+            self.relay_rolled_back();
             self.refreshes.clear();
             self.accepted_for.clear();
             if self.touched
@@ -482,6 +488,7 @@ impl Engine {
                 eprintln!("agentfw daemon: cannot rebuild the firewall state from the database: {e}");
             }
         } else {
+            self.relay_committed();
             for agent in std::mem::take(&mut self.accepted_for) {
                 self.schedule_wake(&agent);
             }
@@ -507,6 +514,7 @@ impl Engine {
 
     fn drain(&mut self, now: Timestamp) -> Result<(), EngineError> {
         while let Some(event) = self.fw.poll_event() {
+            self.relay_event(&event);
             match event {
                 Event::Decision(d) => self.audit(&d)?,
                 Event::WouldRefuse { id, stage, agent, reason } => {
@@ -691,8 +699,9 @@ impl Engine {
         let at = components::Where { kind: &s.identity.agent, home, codex_home, project };
         match components::collect(&at) {
             Ok(list) => {
-                s.components = Some(list);
+                s.components = Some(list.clone());
                 s.components_error = None;
+                self.relay_components(agent, &list);
             }
             Err(e) => {
                 eprintln!("agentfw daemon: cannot list the components of {}: {e}", s.agent.label());
@@ -751,6 +760,9 @@ impl Engine {
             by_label
         };
         if candidates.is_empty() {
+            if let Some(remote) = self.find_remote(to)? {
+                return Ok(remote);
+            }
             return Err(reply(
                 code::UNKNOWN_RECIPIENT,
                 format!(
@@ -833,10 +845,11 @@ impl Engine {
             None => None,
             Some(r) => Some(r.parse::<MessageId>().map_err(|e| reply(code::BAD_REQUEST, format!("`reply_to`: {e}")))?),
         };
-        let (Some(from), Some(to_agent)) = (self.sessions.get(&me), self.sessions.get(&recipient)) else {
+        let to_agent = self.sessions.get(&recipient).map(|s| s.agent.clone()).or_else(|| self.remote_agent(&recipient));
+        let (Some(from), Some(to_agent)) = (self.sessions.get(&me), to_agent) else {
             return Err(reply(code::INTERNAL, "session vanished"));
         };
-        let outgoing = Outgoing { from: from.agent.clone(), to: to_agent.agent.clone(), body: text, reply_to };
+        let outgoing = Outgoing { from: from.agent.clone(), to: to_agent, body: text, reply_to };
         let now = clock::now();
         if let Some(body) = self.trust_refuses_send(now, &me, &outgoing, key.as_deref())? {
             return Err(EngineError::Reply(body));
@@ -849,8 +862,10 @@ impl Engine {
             e.run_refreshes(now)?;
             let outcome = match out {
                 Output::Accepted { message, warnings } => {
-                    e.enqueue(now, &message, &warnings)?;
-                    e.accepted_for.push(message.to.id.clone());
+                    if !e.outbox(now, &message)? {
+                        e.enqueue(now, &message, &warnings)?;
+                        e.accepted_for.push(message.to.id.clone());
+                    }
                     Outcome::Sent(SendResult {
                         id: message.id.to_string(),
                         thread: message.thread.to_string(),
@@ -1197,6 +1212,7 @@ impl Engine {
             components_error: s.components_error.clone(),
             wake: s.channel().map(|c| c.describe().to_owned()),
             last_seen: s.last_seen.as_millis(),
+            machine: None,
         }
     }
 
@@ -1208,6 +1224,7 @@ impl Engine {
             .map(|s| self.view(s, me, now))
             .filter(|v| v.live || now.as_millis().saturating_sub(v.last_seen) < GONE_SHOWN_MS)
             .collect();
+        views.extend(self.remote_views(now));
         views.sort_by(|a, b| b.live.cmp(&a.live).then_with(|| a.label.cmp(&b.label)).then_with(|| a.id.cmp(&b.id)));
         views
     }
@@ -1253,7 +1270,7 @@ impl Engine {
                 started_at: self.started_at.as_millis(),
                 db_bytes,
             },
-            sessions_live: team.iter().filter(|v| v.live).count(),
+            sessions_live: team.iter().filter(|v| v.live && v.machine.is_none()).count(),
             sessions_total: self.sessions.len(),
             inbox_pending: u64::try_from(pending).unwrap_or(0),
             quarantined,
@@ -1265,6 +1282,7 @@ impl Engine {
                 ratings: self.ratings.len(),
             },
             rules: self.rules_info.clone(),
+            relay: self.relay_info()?,
             team,
         };
         Ok(serde_json::to_value(result)?)
@@ -1534,6 +1552,7 @@ impl Engine {
             }
         }
         self.run_wakes(now);
+        self.relay_announce(now);
         let snapshot_due = self.journal_rows >= SNAPSHOT_EVERY
             || (self.journal_rows > 0
                 && now.as_millis().saturating_sub(self.last_snapshot.as_millis()) >= SNAPSHOT_AFTER_MS);

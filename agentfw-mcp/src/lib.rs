@@ -15,6 +15,8 @@
 //! | [`mcp`] | the stdio MCP server (`list_team`, `send_message`, `check_inbox`) |
 //! | [`wake`] | waking idle sessions (WK1) |
 //! | [`components`] | reading harness config files for admission (AD1) |
+//! | [`keystore`] | this device's keys in the home (TX2) |
+//! | [`relay_link`] | the daemon's connection to a relay: sealing, opening, reconnecting |
 //! | [`trust`] | the trust file applied to sends and deliveries (TR1, DL4) |
 
 #![forbid(unsafe_code)]
@@ -26,10 +28,12 @@ pub mod config;
 pub mod daemon;
 pub mod engine;
 pub mod home;
+pub mod keystore;
 pub mod load;
 pub mod mcp;
 pub mod procfs;
 pub mod proto;
+pub mod relay_link;
 pub mod render;
 pub mod store;
 pub mod trust;

@@ -72,6 +72,8 @@ enum Command {
     Seal(cmd::keys::SealArgs),
     /// Open an envelope on stdin sent by another device to this one; plaintext to stdout.
     Open(cmd::keys::OpenArgs),
+    /// Enroll this device with a relay; the daemon then keeps a connection to it.
+    Join(cmd::join::Args),
 }
 
 fn main() -> ExitCode {
@@ -99,5 +101,6 @@ fn main() -> ExitCode {
         Command::Keys(command) => cmd::keys::run(&command),
         Command::Seal(args) => cmd::keys::seal_cmd(&args),
         Command::Open(args) => cmd::keys::open_cmd(&args),
+        Command::Join(args) => cmd::join::run(&args),
     }
 }

@@ -323,6 +323,9 @@ pub struct AgentView {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wake: Option<String>,
     pub last_seen: u64,
+    /// The machine of an agent on another device, as the relay's directory names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -408,7 +411,27 @@ pub struct StatusResult {
     pub remembered_texts: usize,
     pub admission: AdmissionInfo,
     pub rules: RulesInfo,
+    /// The relay link, when this device joined a relay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<RelayInfo>,
     pub team: Vec<AgentView>,
+}
+
+/// The relay link as `agentfw status` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RelayInfo {
+    pub url: String,
+    pub device: String,
+    pub name: String,
+    pub connected: bool,
+    /// Why it is not connected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    /// Messages accepted for other devices and not yet stored by the relay.
+    pub outbox: u64,
+    pub remote_agents: usize,
+    /// The last central policy entry applied here.
+    pub policy_seq: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

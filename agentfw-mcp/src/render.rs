@@ -28,6 +28,11 @@ fn notes(a: &AgentView) -> Vec<String> {
     notes
 }
 
+/// `, on machine NAME` for an agent on another device (through the relay).
+fn on_machine(a: &AgentView) -> String {
+    a.machine.as_ref().map(|m| format!(", on machine {m}")).unwrap_or_default()
+}
+
 /// What `list_team` shows the model.
 pub fn team_for_model(team: &TeamResult) -> String {
     let mut out = String::new();
@@ -43,7 +48,14 @@ pub fn team_for_model(team: &TeamResult) -> String {
     } else {
         out.push_str("Reachable agents (give send_message's `to` a label or an id):\n");
         for a in reachable {
-            out.push_str(&format!("- {} — agent {}, project {}, id {}, live\n", a.label, a.agent, a.project, a.id));
+            out.push_str(&format!(
+                "- {} — agent {}, project {}{}, id {}, live\n",
+                a.label,
+                a.agent,
+                a.project,
+                on_machine(a),
+                a.id
+            ));
             for n in notes(a) {
                 out.push_str(&format!("    {n}\n"));
             }
@@ -53,7 +65,14 @@ pub fn team_for_model(team: &TeamResult) -> String {
         out.push_str("Not reachable:\n");
         for a in not {
             let state = if a.live { "live but contained" } else { "gone (its session ended)" };
-            out.push_str(&format!("- {} — agent {}, project {}, id {}, {state}\n", a.label, a.agent, a.project, a.id));
+            out.push_str(&format!(
+                "- {} — agent {}, project {}{}, id {}, {state}\n",
+                a.label,
+                a.agent,
+                a.project,
+                on_machine(a),
+                a.id
+            ));
             for n in notes(a) {
                 out.push_str(&format!("    {n}\n"));
             }
@@ -81,7 +100,8 @@ pub fn team_table(team: &TeamResult) -> String {
             (true, false) => "live",
         };
         let you = if a.you { "  (you)" } else { "" };
-        out.push_str(&format!("{:<width$}  {state:<5}  {}{you}\n", a.label, a.id));
+        let machine = a.machine.as_ref().map(|m| format!("  (on {m})")).unwrap_or_default();
+        out.push_str(&format!("{:<width$}  {state:<5}  {}{you}{machine}\n", a.label, a.id));
         for n in notes(a) {
             out.push_str(&format!("{:<width$}    {n}\n", ""));
         }

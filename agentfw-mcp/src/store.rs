@@ -10,6 +10,7 @@
 //! | `audit` | every decision, metadata only (AM4) |
 //! | `sessions` | agent sessions seen, with their identity and harness session ids |
 //! | `ratings` | imported component ratings (AD1) |
+//! | `outbox` | messages accepted for agents on other devices, until the relay stored them |
 //! | `meta` | schema version, boot id and boot time |
 //!
 //! The firewall is deterministic given its inputs, time and randomness (the core is
@@ -92,6 +93,13 @@ CREATE TABLE IF NOT EXISTS sessions (
     thread_id TEXT,
     first_seen INTEGER NOT NULL,
     last_seen INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    device TEXT NOT NULL,
+    message TEXT NOT NULL,
+    at INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS ratings (
     component TEXT PRIMARY KEY,

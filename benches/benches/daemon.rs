@@ -208,7 +208,9 @@ fn main() -> ExitCode {
         Some("daemon") => {
             let dir = args.iter().position(|a| a == "--home").and_then(|i| args.get(i + 1));
             let home = agentfw_mcp::home::Home::resolve(dir.map(Path::new));
-            match home.map_err(|e| e.to_string()).and_then(|h| agentfw_mcp::daemon::run(&h).map_err(|e| e.to_string()))
+            match home
+                .map_err(|e| e.to_string())
+                .and_then(|h| agentfw_mcp::daemon::run(&h, None).map_err(|e| e.to_string()))
             {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {

@@ -130,6 +130,31 @@ impl Envelope {
     pub fn size(&self) -> usize {
         self.bytes.len()
     }
+
+    /// Checks the sender's signature over the header and ciphertext against the sender's
+    /// entry in `keyring`: steps 2 and 3 of [`open`], for a relay that must know the
+    /// metadata is authentic without being able to read the body.
+    pub fn verify(&self, keyring: &Keyring) -> Result<(), OpenError> {
+        let sender = keyring.sender(self.header.sender).map_err(|why| match why {
+            Unusable::Unknown => OpenError::UnknownSender,
+            Unusable::Retired => OpenError::RetiredSender,
+        })?;
+        self.verify_signed_by(sender)
+    }
+
+    /// Checks the signature against `sender`, which must be the device the header names.
+    pub fn verify_signed_by(&self, sender: &PublicBundle) -> Result<(), OpenError> {
+        if sender.device() != self.header.sender {
+            return Err(OpenError::BadSignature);
+        }
+        let split = self.bytes.len().checked_sub(SIGNATURE_LEN).ok_or(OpenError::Truncated)?;
+        let (signed, signature) = self.bytes.split_at_checked(split).ok_or(OpenError::Truncated)?;
+        let signature: [u8; SIGNATURE_LEN] = signature.try_into().map_err(|_| OpenError::Truncated)?;
+        sender
+            .verifying_key()
+            .verify_strict(signed, &Signature::from_bytes(&signature))
+            .map_err(|_| OpenError::BadSignature)
+    }
 }
 
 impl fmt::Debug for Envelope {

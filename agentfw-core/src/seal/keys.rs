@@ -46,6 +46,9 @@ const BUNDLE_TAG: &str = "agentfw-pub-v1";
 const KEY_FILE_TAG: &str = "agentfw-keys-v1";
 const ROTATION_TAG: &str = "agentfw-rotate-v1";
 const DEVICE_ID_CONTEXT: &str = "agentfw 2025 device id v1";
+/// What every signed statement starts with, so that no statement reads as an envelope
+/// (`AFWE…`), a rotation notice (`agentfw-rotate-v1…`) or another protocol's statement.
+const STATEMENT_TAG: &[u8] = b"agentfw-statement-v1\0";
 /// Longest piece of user input an error message repeats.
 const ECHO_MAX: usize = 40;
 
@@ -181,6 +184,14 @@ impl PublicBundle {
         Ok(bundle)
     }
 
+    /// Checks a statement signed with [`DeviceKeys::sign_statement`] by this device, under
+    /// the same `context`. Strict Ed25519.
+    pub fn verify_statement(&self, context: &str, message: &[u8], signature: &[u8; 64]) -> Result<(), KeyError> {
+        self.signing
+            .verify_strict(&statement(context, message), &Signature::from_bytes(signature))
+            .map_err(|_| KeyError::BadStatementSignature)
+    }
+
     fn write_canonical(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.device.0);
         out.extend_from_slice(self.signing.as_bytes());
@@ -267,6 +278,14 @@ impl DeviceKeys {
 
     pub(crate) fn sign(&self, message: &[u8]) -> Signature {
         self.signing.sign(message)
+    }
+
+    /// Signs `message` as a statement of one protocol, named by `context` (such as
+    /// `agentfw relay auth v1`). The signature covers the context too, so a statement made
+    /// for one protocol never verifies for another, and no statement verifies as an
+    /// envelope or a rotation notice. Check it with [`PublicBundle::verify_statement`].
+    pub fn sign_statement(&self, context: &str, message: &[u8]) -> [u8; 64] {
+        self.sign(&statement(context, message)).to_bytes()
     }
 
     pub(crate) fn kem_secret(&self) -> &KemPrivateKey {
@@ -437,6 +456,19 @@ fn check_tag(found: Option<&str>, expected: &str, otherwise: KeyError) -> Result
 
 fn echo(s: &str) -> String {
     s.chars().take(ECHO_MAX).collect()
+}
+
+/// The bytes a statement's signature covers: the tag, the context with its length, then
+/// the message. The length makes the split between context and message unambiguous.
+fn statement(context: &str, message: &[u8]) -> Vec<u8> {
+    let context = context.as_bytes();
+    let context = context.get(..context.len().min(usize::from(u8::MAX))).unwrap_or_default();
+    let mut out = Vec::with_capacity(STATEMENT_TAG.len() + 1 + context.len() + message.len());
+    out.extend_from_slice(STATEMENT_TAG);
+    out.push(u8::try_from(context.len()).unwrap_or(u8::MAX));
+    out.extend_from_slice(context);
+    out.extend_from_slice(message);
+    out
 }
 
 fn rotation_statement(old: DeviceId, at: Timestamp, new: &PublicBundle) -> Vec<u8> {
@@ -723,6 +755,8 @@ pub enum KeyError {
     DeviceMismatch { stated: DeviceId, derived: DeviceId },
     #[error("the rotation's signatures do not verify")]
     BadRotationSignature,
+    #[error("the statement's signature does not verify")]
+    BadStatementSignature,
     #[error("device `{0}` is not in the keyring")]
     UnknownDevice(DeviceId),
     #[error("device `{0}` was revoked or rotated away and cannot be trusted again")]
@@ -749,6 +783,7 @@ impl KeyError {
             KeyError::BadDeviceId(_) => "keys.bad_device_id",
             KeyError::DeviceMismatch { .. } => "keys.device_mismatch",
             KeyError::BadRotationSignature => "keys.bad_rotation_signature",
+            KeyError::BadStatementSignature => "keys.bad_statement_signature",
             KeyError::UnknownDevice(_) => "keys.unknown_device",
             KeyError::Retired(_) => "keys.retired",
             KeyError::AlreadyKnown(_) => "keys.already_known",

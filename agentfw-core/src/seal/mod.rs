@@ -39,6 +39,13 @@
 //! Everything up to and including the content type is the header; it is the HPKE
 //! associated data. The header is readable without keys ([`Envelope::from_bytes`]), so a
 //! relay can route on it; the body is not.
+//! [`Envelope::verify`] checks the sender's signature without the
+//! recipient's keys, so the relay knows the metadata it routes and logs is authentic.
+//!
+//! Devices also sign short statements for other protocols (a relay's login challenge, the
+//! routing fields next to an envelope) with [`DeviceKeys::sign_statement`]; each names its
+//! protocol in a context string that the signature covers, so no statement can be passed
+//! off as an envelope, a rotation notice or a statement of another protocol.
 //!
 //! What a command line does with it (`keys new`, `keys show`, `seal`, `open`): every
 //! input and output is bytes or text, and the adapter owns the files and the clock.

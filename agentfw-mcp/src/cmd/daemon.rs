@@ -17,6 +17,10 @@ pub struct Args {
     /// Ask the running daemon to stop, and wait until it has.
     #[arg(long)]
     stop: bool,
+    /// Keep a connection to this relay (`http://HOST:PORT`) instead of the one `agentfw
+    /// join` wrote into the configuration.
+    #[arg(long, value_name = "URL")]
+    relay: Option<String>,
 }
 
 pub fn run(args: &Args) -> ExitCode {
@@ -27,7 +31,7 @@ pub fn run(args: &Args) -> ExitCode {
     if args.stop {
         return stop(&home);
     }
-    match daemon::run(&home) {
+    match daemon::run(&home, args.relay.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e @ DaemonError::AlreadyRunning { .. }) => {
             eprintln!("agentfw daemon: {e}");

@@ -12,13 +12,14 @@
 
 use std::fs;
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agentfw_core::message::MessageId;
 use agentfw_core::seal::{self, DeviceKeys, Draft, Keyring, Limits, PublicBundle, ReplayCache, Rotation};
 use agentfw_mcp::home::Home;
+use agentfw_mcp::keystore::{KeyStore, write_private};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -71,104 +72,19 @@ pub fn run(command: &Command) -> ExitCode {
     result.unwrap_or_else(fail)
 }
 
-/// The paths of this device's key material in one home.
-struct Store {
-    dir: PathBuf,
-}
-
-impl Store {
-    fn open(args: &HomeArgs) -> Result<Self, String> {
-        let home = Home::resolve(args.home.as_deref()).map_err(|e| e.to_string())?;
-        let dir = home.dir.join("keys");
-        match fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("cannot create `{}`: {e}", dir.display())),
-        }
-        let meta = fs::symlink_metadata(&dir).map_err(|e| format!("cannot open `{}`: {e}", dir.display()))?;
-        if !meta.is_dir() || meta.uid() != agentfw_mcp::home::uid() {
-            return Err(format!("refusing to use `{}`: it is not a directory of yours", dir.display()));
-        }
-        if meta.mode() & 0o077 != 0 {
-            fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
-                .map_err(|e| format!("cannot make `{}` owner-only: {e}", dir.display()))?;
-        }
-        Ok(Self { dir })
-    }
-
-    fn key_file(&self) -> PathBuf {
-        self.dir.join("device.key")
-    }
-
-    fn replay_file(&self) -> PathBuf {
-        self.dir.join("replay.json")
-    }
-
-    /// This device's keys. A key file that others can read is refused.
-    fn load(&self) -> Result<DeviceKeys, String> {
-        let path = self.key_file();
-        let meta = match fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(format!("this device has no keys yet (`{}`): run `agentfw keys new`", path.display()));
-            }
-            Err(e) => return Err(format!("cannot read `{}`: {e}", path.display())),
-        };
-        if meta.mode() & 0o077 != 0 {
-            return Err(format!(
-                "refusing to load `{}`: others can read it (mode {:o}); fix it with `chmod 600 {}` and, \
-                 if someone else may have copied it, rotate the keys",
-                path.display(),
-                meta.mode() & 0o777,
-                path.display()
-            ));
-        }
-        if meta.uid() != agentfw_mcp::home::uid() {
-            return Err(format!("refusing to load `{}`: it belongs to another user", path.display()));
-        }
-        let bytes =
-            zeroize::Zeroizing::new(fs::read(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?);
-        DeviceKeys::from_key_file(&bytes).map_err(|e| format!("`{}`: {e}", path.display()))
-    }
-
-    /// Writes the key file atomically, owner-only from its creation.
-    fn save(&self, keys: &DeviceKeys) -> Result<(), String> {
-        write_private(&self.key_file(), keys.to_key_file().as_bytes())
-    }
-}
-
-/// Writes `contents` to `path` atomically with mode 0600: a temp file created 0600 in the
-/// same directory, flushed, then renamed over `path`.
-#[allow(clippy::disallowed_types)] // an adapter: this is where files are written
-fn write_private(path: &Path, contents: &[u8]) -> Result<(), String> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let _ = fs::remove_file(&tmp);
-        let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
-        file.set_permissions(fs::Permissions::from_mode(0o600))?;
-        file.write_all(contents)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        if let Ok(d) = fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok::<(), io::Error>(())
-    })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        format!("cannot write `{}`: {e}", path.display())
-    })
-}
-
 /// A random number generator seeded from the operating system.
+/// The key store of the home `args` names.
+fn store(args: &HomeArgs) -> Result<KeyStore, String> {
+    let home = Home::resolve(args.home.as_deref()).map_err(|e| e.to_string())?;
+    KeyStore::open(&home)
+}
+
 fn rng() -> ChaCha20Rng {
     ChaCha20Rng::from_seed(agentfw_mcp::clock::random_seed())
 }
 
 fn new(args: &HomeArgs) -> Result<ExitCode, String> {
-    let store = Store::open(args)?;
+    let store = store(args)?;
     let path = store.key_file();
     if fs::symlink_metadata(&path).is_ok() {
         return Err(format!(
@@ -185,13 +101,13 @@ fn new(args: &HomeArgs) -> Result<ExitCode, String> {
 }
 
 fn show(args: &HomeArgs) -> Result<ExitCode, String> {
-    let keys = Store::open(args)?.load()?;
+    let keys = store(args)?.load()?;
     println!("{}", keys.public().to_line());
     Ok(ExitCode::SUCCESS)
 }
 
 fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
-    let store = Store::open(args)?;
+    let store = store(args)?;
     let old = store.load()?;
     let at = now();
     let (next, rotation) = old.rotate(at, &mut rng());
@@ -256,7 +172,7 @@ fn read_stdin(max: usize, what: &str) -> Result<Vec<u8>, String> {
 pub fn seal_cmd(args: &SealArgs) -> ExitCode {
     (|| {
         let limits = Limits::default();
-        let store = Store::open(&args.home)?;
+        let store = store(&args.home)?;
         let keys = store.load()?;
         let (_, to) = load_peer(&args.to)?;
         let body = zeroize::Zeroizing::new(read_stdin(limits.max_plaintext, "the message")?);
@@ -277,7 +193,7 @@ pub fn seal_cmd(args: &SealArgs) -> ExitCode {
 pub fn open_cmd(args: &OpenArgs) -> ExitCode {
     let result = (|| {
         let limits = Limits::default();
-        let store = Store::open(&args.home)?;
+        let store = store(&args.home)?;
         let keys = store.load()?;
         let (keyring, _) = load_peer(&args.from)?;
         let envelope = read_stdin(limits.max_envelope(), "the envelope")?;

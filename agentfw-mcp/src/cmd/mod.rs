@@ -8,6 +8,7 @@ pub mod demo;
 pub mod hook;
 pub mod identity;
 pub mod install;
+pub mod join;
 pub mod keys;
 pub mod messages;
 pub mod rules;

@@ -67,6 +67,26 @@ pub fn status(args: &Args) -> ExitCode {
         }
     }
     println!("remembered refused texts: {}", status.remembered_texts);
+    match &status.relay {
+        None => println!("relay: none (this machine only; `agentfw join URL INVITE` to join one)"),
+        Some(r) => {
+            let state = match (&r.problem, r.connected) {
+                (_, true) => "connected".to_owned(),
+                (Some(why), false) => format!("not connected: {why}"),
+                (None, false) => "connecting".to_owned(),
+            };
+            println!(
+                "relay: {} as {} (device {}), {state}; {} agent{} on other machines, {} message{} waiting to go out",
+                r.url,
+                r.name,
+                r.device,
+                r.remote_agents,
+                if r.remote_agents == 1 { "" } else { "s" },
+                r.outbox,
+                if r.outbox == 1 { "" } else { "s" }
+            );
+        }
+    }
     let team = agentfw_mcp::proto::TeamResult {
         you: None,
         admission_mode: status.admission.mode.clone(),

@@ -1,0 +1,406 @@
+//! The engine's side of the relay link ([`crate::relay_link`]): the outbox, deliveries from
+//! other devices into the inbox, the relay's central policy applied to the local firewall
+//! (AD8, AM2, CT2), the directory of remote agents for `list_team`, and reports of this
+//! firewall's events. Everything here runs on the engine thread inside its transactions,
+//! like every other input (see the parent module's docs).
+
+use agentfw_core::admission::ComponentId;
+use agentfw_core::firewall::{Accepted, AdminAction, Event};
+use agentfw_core::message::{Agent, AgentId, MessageId};
+use agentfw_core::seal::DeviceId;
+use agentfw_core::time::Timestamp;
+use agentfw_relay::client::{Directory, PolicyMirror};
+use rusqlite::{OptionalExtension, params};
+
+use super::{Engine, EngineError, Journaled, one_line};
+use crate::clock;
+use crate::proto::{AgentView, RelayInfo};
+use crate::relay_link::{FromLink, Link, Outbound, ToLink};
+use crate::store::{self, StoreError, ms};
+
+/// Where the relay's policy mirror is kept (`meta`), with the firewall's state.
+const MIRROR_KEY: &str = "relay_mirror";
+
+/// The engine's relay state. `None` in the engine when no relay is configured.
+#[derive(Debug)]
+pub(super) struct RelaySide {
+    link: Link,
+    /// This machine's name on the relay (`Agent::machine` of the agents it announces).
+    name: String,
+    directory: Directory,
+    mirror: PolicyMirror,
+    connected: bool,
+    /// Why the link is down, or the relay stopped taking this device.
+    problem: Option<String>,
+    /// Collected inside a transaction; sent after its commit, dropped on rollback.
+    events: Vec<Event>,
+    outbound: Vec<Outbound>,
+    /// The live agents last announced, how many sessions there were then, and when to
+    /// look again.
+    announced: Vec<Agent>,
+    sessions_seen: usize,
+    next_announce: Timestamp,
+}
+
+impl Engine {
+    /// Connects the engine to a relay link: loads the policy mirror, and submits what the
+    /// outbox still holds (accepted before a restart, not yet stored by the relay).
+    pub fn attach_relay(&mut self, link: Link, name: String) -> Result<(), StoreError> {
+        let mirror = match store::meta(&self.db, MIRROR_KEY)? {
+            Some(json) => serde_json::from_str(&json)?,
+            None => PolicyMirror::new(),
+        };
+        let rows: Vec<(String, String)> = {
+            let mut stmt = self.db.prepare("SELECT device, message FROM outbox ORDER BY seq")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut waiting = Vec::new();
+        for (device, message) in rows {
+            let (Ok(device), Ok(message)) = (device.parse::<DeviceId>(), serde_json::from_str::<Accepted>(&message))
+            else {
+                eprintln!("agentfw daemon: dropping an unreadable outbox row");
+                continue;
+            };
+            waiting.push(Outbound { message, device });
+        }
+        if !waiting.is_empty() {
+            eprintln!("agentfw daemon: {} message(s) for other devices still to submit to the relay", waiting.len());
+            link.send(ToLink::Submit(waiting));
+        }
+        self.relay = Some(RelaySide {
+            link,
+            name,
+            directory: Directory::default(),
+            mirror,
+            connected: false,
+            problem: None,
+            events: Vec::new(),
+            outbound: Vec::new(),
+            announced: Vec::new(),
+            sessions_seen: 0,
+            next_announce: Timestamp::from_millis(0),
+        });
+        Ok(())
+    }
+
+    /// One piece of news from the link.
+    pub fn relay_input(&mut self, news: FromLink) {
+        let Some(relay) = self.relay.as_mut() else { return };
+        let now = clock::now();
+        match news {
+            FromLink::Connected { device } => {
+                eprintln!("agentfw daemon: connected to the relay at {} as device {device}", relay.link.url());
+                relay.connected = true;
+                relay.problem = None;
+            }
+            FromLink::Disconnected { reason } => {
+                if relay.connected {
+                    eprintln!("agentfw daemon: lost the relay ({reason}); reconnecting");
+                }
+                relay.connected = false;
+                relay.problem = Some(reason);
+            }
+            FromLink::Stopped { code, reason } => {
+                eprintln!("agentfw daemon: the relay no longer takes this device ({code}): {reason}");
+                relay.connected = false;
+                relay.problem = Some(format!("{reason} ({code})"));
+            }
+            FromLink::Directory { full, devices, agents } => relay.directory.apply(full, devices, agents),
+            FromLink::Rejected { seq, why } => {
+                eprintln!("agentfw daemon: dropped a delivery from the relay: {why}");
+                relay.link.send(ToLink::Ack(vec![seq]));
+            }
+            FromLink::Delivery { seq, message } => match self.tx(|e| e.receive(now, *message)) {
+                Ok(()) => self.link_send(ToLink::Ack(vec![seq])),
+                // Not acknowledged: the relay sends it again after the next login.
+                Err(e) => eprintln!("agentfw daemon: cannot store a delivery from the relay: {}", e.body().message),
+            },
+            FromLink::Stored { id } => {
+                if let Err(e) = self.tx(|e| e.unqueue(id).map(|_| ())) {
+                    eprintln!("agentfw daemon: cannot update the outbox: {}", e.body().message);
+                }
+            }
+            FromLink::Refused { id, code, reason } => {
+                if let Err(e) = self.tx(|e| e.refused_by_relay(now, id, &code, &reason)) {
+                    eprintln!("agentfw daemon: cannot update the outbox: {}", e.body().message);
+                }
+            }
+            FromLink::Policy { seq, reset, actions } => {
+                let mut mirror = relay.mirror.clone();
+                let actions = mirror.apply(seq, reset, &actions);
+                if actions.is_empty() && mirror == relay.mirror {
+                    return;
+                }
+                let replaced = actions.iter().any(|a| matches!(a, AdminAction::SetInventory { .. }));
+                let result = self.tx(|e| {
+                    for action in actions {
+                        e.apply(now, Journaled::Admin(action))?;
+                    }
+                    if replaced {
+                        // The relay's inventory replaced the local one: add back what this
+                        // daemon knows of its own sessions' components.
+                        let local: Vec<AgentId> = e.sessions.keys().cloned().collect();
+                        for agent in local {
+                            e.rate(now, &agent)?;
+                        }
+                    }
+                    e.security_dirty = true;
+                    store::set_meta(&e.db, MIRROR_KEY, &serde_json::to_string(&mirror)?)?;
+                    Ok(mirror)
+                });
+                match result {
+                    Ok(mirror) => {
+                        if let Some(relay) = self.relay.as_mut() {
+                            relay.mirror = mirror;
+                        }
+                    }
+                    Err(e) => eprintln!("agentfw daemon: cannot apply the relay's policy: {}", e.body().message),
+                }
+            }
+        }
+    }
+
+    fn link_send(&self, message: ToLink) {
+        if let Some(relay) = &self.relay {
+            relay.link.send(message);
+        }
+    }
+
+    /// A delivery from another device into the recipient's inbox, once (by message id).
+    fn receive(&mut self, now: Timestamp, mut message: Accepted) -> Result<(), EngineError> {
+        let id = message.id.to_string();
+        let seen: Option<i64> =
+            self.db.query_row("SELECT seq FROM inbox WHERE id = ?1", [&id], |r| r.get(0)).optional()?;
+        if seen.is_some() {
+            return Ok(());
+        }
+        if !self.sessions.contains_key(&message.to.id) {
+            eprintln!(
+                "agentfw daemon: a message from the relay for {}, which is no session here, was dropped",
+                one_line(message.to.id.as_str())
+            );
+            return Ok(());
+        }
+        // The recipient is local; the sender is where the relay's directory says.
+        message.to.machine = String::new();
+        if let Some(relay) = &self.relay
+            && let Some(entry) = relay.directory.agents.get(&message.from.id)
+        {
+            message.from.machine = machine_name(&relay.directory, entry.device, &entry.agent);
+        }
+        self.enqueue(now, &message, &[])?;
+        self.accepted_for.push(message.to.id.clone());
+        Ok(())
+    }
+
+    /// Removes a message from the outbox; returns it if it was there.
+    fn unqueue(&mut self, id: MessageId) -> Result<Option<Accepted>, EngineError> {
+        let key = id.to_string();
+        let row: Option<String> =
+            self.db.query_row("SELECT message FROM outbox WHERE id = ?1", [&key], |r| r.get(0)).optional()?;
+        self.db.execute("DELETE FROM outbox WHERE id = ?1", [&key])?;
+        Ok(row.map(|m| serde_json::from_str(&m)).transpose()?)
+    }
+
+    /// The relay refused a message this daemon had accepted: tell its sender in a note.
+    fn refused_by_relay(&mut self, now: Timestamp, id: MessageId, code: &str, reason: &str) -> Result<(), EngineError> {
+        let Some(message) = self.unqueue(id)? else { return Ok(()) };
+        if code == "relay.replayed" {
+            // Resubmitted after a restart with new sealing randomness: the relay already
+            // has this message (the same sender device and message id).
+            return Ok(());
+        }
+        eprintln!("agentfw daemon: the relay refused message {id} ({code}): {reason}");
+        let text = format!(
+            "agentfw: your message {id} to {} was accepted here but refused by the relay ({code}): {reason}. It was not delivered; tell your user.",
+            message.to.label()
+        );
+        self.note(now, &message.from.id, &text)
+    }
+
+    /// The live agent on another device with this id, label or project, if the relay's
+    /// directory has exactly one.
+    pub(super) fn find_remote(&self, to: &str) -> Result<Option<AgentId>, EngineError> {
+        let Some(relay) = &self.relay else { return Ok(None) };
+        let own = relay.link.device();
+        let live = || relay.directory.agents.values().filter(|a| a.live && a.device != own);
+        let id = AgentId::new(to);
+        if live().any(|a| a.agent.id == id) {
+            return Ok(Some(id));
+        }
+        let by_label: Vec<&Agent> = live().map(|a| &a.agent).filter(|a| a.label().eq_ignore_ascii_case(to)).collect();
+        let candidates = if by_label.is_empty() && !to.contains('(') {
+            live().map(|a| &a.agent).filter(|a| a.project.eq_ignore_ascii_case(to)).collect()
+        } else {
+            by_label
+        };
+        match candidates.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.id.clone())),
+            many => {
+                let ids: Vec<String> = many.iter().map(|a| a.id.to_string()).collect();
+                Err(super::reply(
+                    crate::proto::code::AMBIGUOUS_RECIPIENT,
+                    format!(
+                        "`{}` names {} agents on other machines: {}; use one of these agent ids",
+                        one_line(to),
+                        many.len(),
+                        ids.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// The agent on another device with this id, live in the relay's directory.
+    pub(super) fn remote_agent(&self, id: &AgentId) -> Option<Agent> {
+        let relay = self.relay.as_ref()?;
+        let entry = relay.directory.agents.get(id).filter(|a| a.live && a.device != relay.link.device())?;
+        let mut agent = entry.agent.clone();
+        agent.machine = machine_name(&relay.directory, entry.device, &entry.agent);
+        Some(agent)
+    }
+
+    /// For a message accepted for an agent on another device: into the outbox (in this
+    /// transaction), submitted after the commit. False when the recipient is local.
+    pub(super) fn outbox(&mut self, now: Timestamp, m: &Accepted) -> Result<bool, EngineError> {
+        if self.sessions.contains_key(&m.to.id) {
+            return Ok(false);
+        }
+        let Some(relay) = self.relay.as_ref() else { return Ok(false) };
+        let Some(device) = relay.directory.device_of(&m.to.id) else {
+            return Err(super::reply(
+                crate::proto::code::GONE_RECIPIENT,
+                format!("{} is no longer connected to the relay", m.to.label()),
+            ));
+        };
+        self.db.execute(
+            "INSERT INTO outbox (id, device, message, at) VALUES (?1, ?2, ?3, ?4)",
+            params![m.id.to_string(), device.to_string(), serde_json::to_string(m)?, ms(now)],
+        )?;
+        if let Some(relay) = self.relay.as_mut() {
+            relay.outbound.push(Outbound { message: m.clone(), device });
+        }
+        Ok(true)
+    }
+
+    /// An agent's components, for the relay's copy of the inventory (AD5, AD8).
+    pub(super) fn relay_components(&self, agent: &Agent, components: &[ComponentId]) {
+        self.link_send(ToLink::Components { agent: agent.clone(), components: components.to_vec() });
+    }
+
+    /// Keeps a firewall event for the relay (inside a transaction).
+    pub(super) fn relay_event(&mut self, event: &Event) {
+        if let Some(relay) = self.relay.as_mut() {
+            relay.events.push(event.clone());
+        }
+    }
+
+    /// After a commit: submit the new outbox rows and report the events.
+    pub(super) fn relay_committed(&mut self) {
+        let Some(relay) = self.relay.as_mut() else { return };
+        if !relay.outbound.is_empty() {
+            relay.link.send(ToLink::Submit(std::mem::take(&mut relay.outbound)));
+        }
+        if !relay.events.is_empty() {
+            relay.link.send(ToLink::Report(std::mem::take(&mut relay.events)));
+        }
+    }
+
+    /// After a rollback: nothing of the transaction happened.
+    pub(super) fn relay_rolled_back(&mut self) {
+        if let Some(relay) = self.relay.as_mut() {
+            relay.outbound.clear();
+            relay.events.clear();
+        }
+    }
+
+    /// Tells the relay which agents live here, when that changed: at once for a new
+    /// session, and sessions that ended are noticed within a second.
+    pub(super) fn relay_announce(&mut self, now: Timestamp) {
+        let Some(relay) = self.relay.as_mut() else { return };
+        if self.sessions.len() == relay.sessions_seen && now < relay.next_announce {
+            return;
+        }
+        relay.sessions_seen = self.sessions.len();
+        relay.next_announce = now + std::time::Duration::from_secs(1);
+        let name = relay.name.clone();
+        let mut live: Vec<Agent> = self
+            .sessions
+            .values()
+            .filter(|s| self.alive(s))
+            .map(|s| Agent { machine: name.clone(), ..s.agent.clone() })
+            .collect();
+        live.sort_by(|a, b| a.id.cmp(&b.id));
+        let Some(relay) = self.relay.as_mut() else { return };
+        if live != relay.announced {
+            relay.announced.clone_from(&live);
+            relay.link.send(ToLink::Announce(live));
+        }
+    }
+
+    /// The live agents on other devices, for `list_team` and `agentfw team`.
+    pub(super) fn remote_views(&self, now: Timestamp) -> Vec<AgentView> {
+        let Some(relay) = &self.relay else { return Vec::new() };
+        let own = relay.link.device();
+        relay
+            .directory
+            .agents
+            .values()
+            .filter(|a| a.live && a.device != own)
+            .map(|entry| {
+                let a = &entry.agent;
+                AgentView {
+                    id: a.id.to_string(),
+                    label: a.label(),
+                    agent: a.kind.clone(),
+                    project: a.project.clone(),
+                    pid: 0,
+                    started_at: 0,
+                    live: true,
+                    you: false,
+                    verified: false,
+                    unverified: None,
+                    session: None,
+                    contained: self
+                        .fw
+                        .quarantine_of(now, &a.id)
+                        .map(|q| crate::proto::Contained { until: q.until.as_millis(), reason: q.reason.clone() }),
+                    admission: None,
+                    components_error: None,
+                    wake: None,
+                    last_seen: now.as_millis(),
+                    machine: Some(machine_name(&relay.directory, entry.device, a)),
+                }
+            })
+            .collect()
+    }
+
+    /// The relay as `agentfw status` shows it.
+    pub(super) fn relay_info(&self) -> Result<Option<RelayInfo>, EngineError> {
+        let Some(relay) = &self.relay else { return Ok(None) };
+        let outbox: i64 = self.db.query_row("SELECT COUNT(*) FROM outbox", [], |r| r.get(0))?;
+        Ok(Some(RelayInfo {
+            url: relay.link.url().to_owned(),
+            device: relay.link.device().to_string(),
+            name: relay.name.clone(),
+            connected: relay.connected,
+            problem: relay.problem.clone(),
+            outbox: u64::try_from(outbox).unwrap_or(0),
+            remote_agents: self.remote_views(clock::now()).len(),
+            policy_seq: relay.mirror.seq,
+        }))
+    }
+}
+
+/// The name a device enrolled with, else what its agent says, else the device id.
+fn machine_name(directory: &Directory, device: DeviceId, agent: &Agent) -> String {
+    directory
+        .devices
+        .get(&device)
+        .map(|d| d.name.clone())
+        .filter(|n| !n.is_empty())
+        .or_else(|| (!agent.machine.is_empty()).then(|| agent.machine.clone()))
+        .unwrap_or_else(|| device.to_string())
+}
