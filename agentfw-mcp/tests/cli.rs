@@ -93,11 +93,11 @@ fn scan_uses_rules_from_a_path() {
         "id: no-deploy-talk\non: message.sending\nwhen: message.folded.contains('deploy to prod')\nverdict: deny\nreason: not today\n",
     )
     .unwrap();
-    let out = agentfw().args(["scan", "--rules"]).arg(&dir).write_stdin("Let's DEPLOY   to prod").output().unwrap();
+    let out = agentfw().args(["scan", "--rules"]).arg(dir).write_stdin("Let's DEPLOY   to prod").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(stdout(&out), "deny no-deploy-talk: not today\n");
     // Only these rules: the default pack is not loaded alongside.
-    let out = agentfw().args(["scan", "--rules"]).arg(&dir).write_stdin("AKIAZ7Q3VJXK2PLM4WRT").output().unwrap();
+    let out = agentfw().args(["scan", "--rules"]).arg(dir).write_stdin("AKIAZ7Q3VJXK2PLM4WRT").output().unwrap();
     assert_eq!(out.status.code(), Some(0));
 }
 
@@ -107,7 +107,7 @@ fn scan_with_broken_rules_is_an_error() {
     let dir = tmp.path();
     std::fs::write(dir.join("r.yaml"), "id: r\non: message.sending\nwhen: message.nope\nverdict: deny\nreason: r\n")
         .unwrap();
-    let out = agentfw().args(["scan", "--rules"]).arg(&dir).write_stdin("x").output().unwrap();
+    let out = agentfw().args(["scan", "--rules"]).arg(dir).write_stdin("x").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("error[policy.unknown_variable]"));
 }
@@ -155,7 +155,7 @@ fn rules_test_runs_case_files() {
     let dir = tmp.path();
     std::fs::write(dir.join("c.yaml"), "cases:\n  - note: wrong on purpose\n    input: hello\n    want: deny\n")
         .unwrap();
-    let out = agentfw().args(["rules", "test"]).arg(&dir).output().unwrap();
+    let out = agentfw().args(["rules", "test"]).arg(dir).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(text.contains("c.yaml:2 wrong on purpose: want deny, got allow"), "{text}");

@@ -1,9 +1,10 @@
-//! Soak: a few dozen agent sessions exchange messages through one daemon for a while, with
-//! refusals (secrets in about one message in ten), `kill -9` of the daemon in the first
-//! half, and inboxes read at random moments. At the end every acknowledged message was
-//! delivered (or refused on delivery) exactly once, nothing refused was delivered, the
-//! daemon's memory did not grow during the quiet second half, and the audit log has one
-//! send decision per attempt and one delivery decision per acknowledged message.
+//! Soak: agent sessions on two machines (two homes and daemons) joined by a relay exchange
+//! messages for a while, most of them across machines, with refusals (secrets in about one
+//! message in ten), a `kill -9` of one daemon and a restart of the relay in the first half,
+//! and inboxes read at random moments. At the end every acknowledged message was delivered
+//! (or refused on delivery) exactly once, nothing refused was delivered, neither daemon's
+//! memory grew during the quiet second half, and the two audit logs together have one send
+//! decision per attempt and one delivery decision per acknowledged message.
 //!
 //! The normal suite runs it briefly; `scripts/soak [SECONDS]` runs it for longer
 //! (`AGENTFW_SOAK_SECS`, `AGENTFW_SOAK_AGENTS`).
@@ -16,12 +17,13 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::{Agent, World, message_ids, stdout};
+use common::relay::{TestRelay, machine, relay_status, wait_for};
+use common::{Agent, BASE_CONFIG, message_ids, stdout};
 
 /// Limits that a busy team of simulated agents would trip all the time are raised: the
 /// refusals here come from the rules; the limits have their own tests.
-const SOAK_CONFIG: &str = "[wake]\nenabled = false\n[admin]\nfrom_agents = true\n\
-[firewall.limits]\nrate = 1000000\nmax_turns = 1000000\nfan_out = 1000\nthread_messages = 1000000\n";
+const SOAK_LIMITS: &str =
+    "[firewall.limits]\nrate = 1000000\nmax_turns = 1000000\nfan_out = 1000\nthread_messages = 1000000\n";
 
 const WORDS: [&str; 32] = [
     "schema",
@@ -113,25 +115,36 @@ impl Tally {
 fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
     let secs = setting("AGENTFW_SOAK_SECS", 8);
     let n = setting("AGENTFW_SOAK_AGENTS", 12) as usize;
-    let w = World::with_config(SOAK_CONFIG);
+    let mut relay = TestRelay::start();
+    let config = format!("{BASE_CONFIG}{SOAK_LIMITS}");
+    let machines = [machine(&relay, "m1", &config), machine(&relay, "m2", &config)];
     let kinds = ["claude", "codex", "cursor-agent"];
-    let mut agents: Vec<(String, Agent)> = (0..n)
+    let mut agents: Vec<(String, usize, Agent)> = (0..n)
         .map(|i| {
-            let mut agent = w.agent(kinds[i % kinds.len()], &format!("p{i}"));
+            // Alternate machines, so most neighbours are across the relay.
+            let m = i % 2;
+            let mut agent = machines[m].agent(kinds[i % kinds.len()], &format!("p{i}"));
             // The label agentfw gives this session, as the session itself is told.
             let team = agent.team().text;
             let me = team.split("You are ").nth(1).and_then(|l| l.split(".\n").next()).unwrap().to_owned();
-            (me, agent)
+            (me, m, agent)
         })
         .collect();
+    // Every machine knows every agent before the traffic starts.
+    for (_, _, agent) in agents.iter_mut().take(2) {
+        wait_for("every agent on both machines", || {
+            let team = agent.team().text;
+            (0..n).all(|i| team.contains(&format!("p{i} ("))).then_some(())
+        });
+    }
     let mut rng = Rng(0x5eed_50a4);
     let mut tally = Tally::default();
     let mut attempts = 0usize;
     let started = Instant::now();
     let (half, end) = (Duration::from_secs(secs) / 2, Duration::from_secs(secs));
-    let kills_at = [half / 3, half * 2 / 3];
-    let mut kills = 0;
-    let mut rss = Vec::new();
+    let (kill_at, relay_restart_at) = (half / 3, half * 2 / 3);
+    let (mut killed, mut restarted) = (false, false);
+    let mut rss: [Vec<u64>; 2] = [Vec::new(), Vec::new()];
     let mut last_sample = Instant::now();
     while started.elapsed() < end {
         let from = rng.below(n);
@@ -147,7 +160,7 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
             text.push(&secret);
         }
         let target = agents[to].0.clone();
-        let r = agents[from].1.send(&target, &format!("{} #{attempts}", text.join(" ")));
+        let r = agents[from].2.send(&target, &format!("{} #{attempts}", text.join(" ")));
         attempts += 1;
         if r.error {
             assert!(
@@ -162,23 +175,41 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
         }
         if rng.below(3) == 0 {
             let reader = rng.below(n);
-            tally.read(&mut agents[reader].1);
+            tally.read(&mut agents[reader].2);
         }
-        if kills < kills_at.len() && started.elapsed() >= kills_at[kills] {
-            let pid = w.wait_daemon();
+        if !killed && started.elapsed() >= kill_at {
+            let pid = machines[0].wait_daemon();
             assert!(std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
-            kills += 1;
+            killed = true;
+        }
+        if !restarted && started.elapsed() >= relay_restart_at {
+            relay.stop();
+            relay.start_again();
+            restarted = true;
         }
         if started.elapsed() >= half && last_sample.elapsed() >= Duration::from_millis(250) {
-            if let Some(kib) = w.daemon_pid().and_then(rss_kib) {
-                rss.push(kib);
+            for (m, w) in machines.iter().enumerate() {
+                if let Some(kib) = w.daemon_pid().and_then(rss_kib) {
+                    rss[m].push(kib);
+                }
             }
             last_sample = Instant::now();
         }
     }
-    // Drain every inbox.
-    for (_, agent) in agents.iter_mut() {
-        while tally.read(agent) > 0 {}
+    // Drain: what crosses the relay arrives a little later, so read until every
+    // acknowledged message has arrived and both outboxes are empty, or nothing moves.
+    let mut idle_rounds = 0;
+    while idle_rounds < 40 {
+        let mut got = 0;
+        for (_, _, agent) in agents.iter_mut() {
+            got += tally.read(agent);
+        }
+        let outboxes: u64 = machines.iter().map(|w| relay_status(w)["outbox"].as_u64().unwrap_or(0)).sum();
+        if got == 0 && outboxes == 0 && tally.acked.iter().all(|id| tally.seen.contains_key(id)) {
+            break;
+        }
+        idle_rounds = if got == 0 { idle_rounds + 1 } else { 0 };
+        std::thread::sleep(Duration::from_millis(50));
     }
 
     let lost: Vec<_> = tally.acked.iter().filter(|id| !tally.seen.contains_key(*id)).collect();
@@ -187,20 +218,27 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
     assert!(twice.is_empty(), "{} messages arrived more than once, e.g. {:?}", twice.len(), twice.first());
     let unknown: Vec<_> = tally.seen.keys().filter(|id| !tally.acked.contains(*id)).collect();
     assert!(unknown.is_empty(), "{} messages arrived that were never acknowledged", unknown.len());
-    assert_eq!(kills, 2, "the run was too short to restart the daemon twice");
+    assert!(killed && restarted, "the run was too short to restart a daemon and the relay");
     assert!(tally.refused_on_send > 0 && !tally.acked.is_empty(), "the run needs both refusals and deliveries");
 
     // Memory in the quiet half: the last quarter of samples against the first.
-    assert!(rss.len() >= 8, "too few memory samples: {}", rss.len());
-    let quarter = rss.len() / 4;
-    let avg = |s: &[u64]| s.iter().sum::<u64>() / s.len() as u64;
-    let (early, late) = (avg(&rss[..quarter]), avg(&rss[rss.len() - quarter..]));
-    assert!(late <= early + early / 4 + 4096, "daemon memory grew from {early} KiB to {late} KiB");
+    let mut memory = Vec::new();
+    for samples in &rss {
+        assert!(samples.len() >= 8, "too few memory samples: {}", samples.len());
+        let quarter = samples.len() / 4;
+        let avg = |s: &[u64]| s.iter().sum::<u64>() / s.len() as u64;
+        let (early, late) = (avg(&samples[..quarter]), avg(&samples[samples.len() - quarter..]));
+        assert!(late <= early + early / 4 + 4096, "daemon memory grew from {early} KiB to {late} KiB");
+        memory.push(format!("{early} → {late} KiB"));
+    }
 
-    // The audit log accounts for every decision.
-    let out = w.agentfw(&["audit", "--json"]);
-    assert!(out.status.success(), "{}", common::stderr(&out));
-    let records: Vec<serde_json::Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The two audit logs together account for every decision.
+    let mut records: Vec<serde_json::Value> = Vec::new();
+    for w in &machines {
+        let out = w.agentfw(&["audit", "--json"]);
+        assert!(out.status.success(), "{}", common::stderr(&out));
+        records.extend(stdout(&out).lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()));
+    }
     let sends: Vec<_> = records.iter().filter(|r| r["stage"] == "sending").collect();
     let delivered: BTreeSet<&str> =
         records.iter().filter(|r| r["stage"] == "delivering").filter_map(|r| r["id"].as_str()).collect();
@@ -208,10 +246,10 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
     assert_eq!(sends.iter().filter(|r| r["verdict"] == "deny").count(), tally.refused_on_send);
     assert!(tally.acked.iter().all(|id| delivered.contains(id.as_str())), "a delivery is missing from the audit log");
     println!(
-        "soak: {n} agents, {secs} s, {attempts} sends, {} accepted, {} refused on send, {} daemon restarts, \
-         daemon RSS {early} → {late} KiB",
+        "soak: {n} agents on 2 machines, {secs} s, {attempts} sends, {} accepted, {} refused on send, \
+         1 daemon kill -9, 1 relay restart, daemon RSS {}",
         tally.acked.len(),
         tally.refused_on_send,
-        kills
+        memory.join(" and ")
     );
 }

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)]
 
+pub mod relay;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Output, Stdio};
