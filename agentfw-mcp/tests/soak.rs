@@ -21,9 +21,14 @@ use common::relay::{TestRelay, machine, relay_status, wait_for};
 use common::{Agent, BASE_CONFIG, message_ids, stdout};
 
 /// Limits that a busy team of simulated agents would trip all the time are raised: the
-/// refusals here come from the rules; the limits have their own tests.
-const SOAK_LIMITS: &str =
-    "[firewall.limits]\nrate = 1000000\nmax_turns = 1000000\nfan_out = 1000\nthread_messages = 1000000\n";
+/// refusals here come from the rules; the limits have their own tests. Every window the
+/// firewall remembers things for is 20 seconds instead of minutes or hours, so that a run
+/// of a few minutes reaches the steady state in which memory must stay flat.
+const SOAK_LIMITS: &str = "[firewall.ledger]\nwindow = { secs = 20, nanos = 0 }\n\
+[firewall.containment]\nremember = { secs = 20, nanos = 0 }\nquarantine = { secs = 20, nanos = 0 }\n\
+[firewall.limits]\nrate = 1000000\nmax_turns = 1000000\nfan_out = 1000\nthread_messages = 1000000\n\
+fan_out_window = { secs = 20, nanos = 0 }\nrate_window = { secs = 20, nanos = 0 }\n\
+repeat_window = { secs = 20, nanos = 0 }\nthread_age = { secs = 20, nanos = 0 }\n";
 
 const WORDS: [&str; 32] = [
     "schema",
