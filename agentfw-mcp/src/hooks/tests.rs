@@ -65,10 +65,10 @@ fn stdin(harness: Harness, event: Event, extra: Value) -> String {
     let mut base = match harness {
         Harness::Cursor => json!({
             "conversation_id": "s1", "generation_id": "g1", "hook_event_name": event.native(harness),
-            "workspace_roots": ["/work/web"], "cursor_version": "2.0.77"
+            "workspace_roots": ["/srv/web"], "cursor_version": "2.0.77"
         }),
         _ => json!({
-            "session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/work/web",
+            "session_id": "s1", "transcript_path": "/t.jsonl", "cwd": "/srv/web",
             "hook_event_name": event.native(harness), "some_future_field": {"nested": [1, 2]}
         }),
     };

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use super::*;
 
 const HOME: &str = "/home/dev";
-const PROJECT: &str = "/work/web";
+const PROJECT: &str = "/srv/web";
 const EXE: &str = "/opt/agentfw/bin/agentfw";
 
 fn ctx() -> Context {
@@ -256,7 +256,7 @@ fn uninstall_leaves_what_was_changed_after_install() {
 fn diffs_are_unified_with_headers() {
     let plan = plan_install(Harness::Cursor, Scope::Project, &ctx(), |_| None).unwrap();
     let diff = plan.files[0].diff();
-    assert!(diff.starts_with("--- /dev/null\n+++ b/work/web/.cursor/mcp.json\n@@ -0,0 +1,"), "{diff}");
+    assert!(diff.starts_with("--- /dev/null\n+++ b/srv/web/.cursor/mcp.json\n@@ -0,0 +1,"), "{diff}");
     assert!(diff.contains("+    \"agentfw\": {\n"), "{diff}");
 }
 
