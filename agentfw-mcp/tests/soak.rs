@@ -135,13 +135,18 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
             (me, m, agent)
         })
         .collect();
-    // Every machine knows every agent before the traffic starts.
-    for (_, _, agent) in agents.iter_mut().take(2) {
-        wait_for("every agent on both machines", || {
-            let team = agent.team().text;
-            (0..n).all(|i| team.contains(&format!("p{i} ("))).then_some(())
-        });
-    }
+    // Every machine knows every agent before the traffic starts, and again after a restart:
+    // a daemon learns the other machine's agents from the relay's directory once its link
+    // is up, and until then a send to one of them is refused as an unknown recipient.
+    let all_known = |agents: &mut [(String, usize, Agent)]| {
+        for (_, _, agent) in agents.iter_mut().take(2) {
+            wait_for("every agent on both machines", || {
+                let team = agent.team().text;
+                (0..n).all(|i| team.contains(&format!("p{i} ("))).then_some(())
+            });
+        }
+    };
+    all_known(&mut agents);
     let mut rng = Rng(0x5eed_50a4);
     let mut tally = Tally::default();
     let mut attempts = 0usize;
@@ -186,11 +191,13 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
             let pid = machines[0].wait_daemon();
             assert!(std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap().success());
             killed = true;
+            all_known(&mut agents);
         }
         if !restarted && started.elapsed() >= relay_restart_at {
             relay.stop();
             relay.start_again();
             restarted = true;
+            all_known(&mut agents);
         }
         if started.elapsed() >= half && last_sample.elapsed() >= Duration::from_millis(250) {
             for (m, w) in machines.iter().enumerate() {
