@@ -52,35 +52,35 @@ fn fold_pass(text: &str) -> (String, bool) {
 /// The fast path: ASCII is already NFKC and has no look-alikes, so folding is one pass
 /// over bytes with the same whitespace and control rules as [`Folder`].
 ///
-/// Most blocks of ordinary text fold to themselves lower-cased: printable bytes with single
-/// spaces between words. Such a block is copied in one go (the checks and the copy are
-/// branch-free loops the compiler widens); any other block is folded byte by byte.
+/// Most of ordinary text folds to itself lower-cased: words of printable bytes with single
+/// spaces between them. Such a run is found with one cheap test per byte and copied in one
+/// go (a loop the compiler widens); only the bytes between runs (line breaks, indentation,
+/// controls) are folded one at a time.
 fn fold_ascii(bytes: &[u8]) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     // What is owed before the next visible byte: nothing, a space or a line break.
     let mut owed = 0u8;
-    let mut blocks = bytes.chunks_exact(BLOCK);
-    for block in blocks.by_ref() {
-        let first_visible = block.first().is_some_and(|&b| ascii_class(b) == VISIBLE);
-        // A leading space is only copied as it is where it separates two words.
-        let copies = if first_visible { true } else { owed == 0 && !out.is_empty() };
-        if copies && folds_to_itself(block) {
-            if first_visible && owed != 0 && !out.is_empty() {
+    let mut rest = bytes;
+    while !rest.is_empty() {
+        let run = plain_run(rest);
+        let (now, later) = rest.split_at(run.max(1));
+        if run == 0 {
+            fold_bytes(now, &mut out, &mut owed);
+        } else {
+            if owed != 0 && !out.is_empty() {
                 out.push(owed);
             }
             owed = 0;
-            out.extend(block.iter().map(u8::to_ascii_lowercase));
-        } else {
-            fold_bytes(block, &mut out, &mut owed);
+            out.extend(now.iter().map(u8::to_ascii_lowercase));
         }
+        rest = later;
     }
-    fold_bytes(blocks.remainder(), &mut out, &mut owed);
     // Only ASCII bytes were pushed, so this never fails; the fallback keeps the core free
     // of panics all the same.
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Bytes per block of [`fold_ascii`].
+/// Bytes per block of [`plain_run`].
 const BLOCK: usize = 16;
 
 /// Whether `block` is printable bytes and spaces, with no two spaces together and no space
@@ -89,6 +89,30 @@ fn folds_to_itself(block: &[u8]) -> bool {
     let printable = block.iter().fold(true, |ok, &b| ok & (b' '..=b'~').contains(&b));
     let single = block.iter().zip(block.iter().skip(1)).fold(true, |ok, (&a, &b)| ok & !(a == b' ' && b == b' '));
     printable && single && block.last().is_some_and(|&b| b != b' ')
+}
+
+/// How many bytes at the start of `bytes` fold to themselves but for case: visible bytes,
+/// with single spaces only between two of them.
+fn plain_run(bytes: &[u8]) -> usize {
+    let visible = |b: u8| b > b' ' && b < 0x7F;
+    // Whole blocks first, each tested in one widened loop; a block ends on a visible byte,
+    // so the next one may start with a space.
+    let mut n = bytes
+        .chunks_exact(BLOCK)
+        .enumerate()
+        .take_while(|(i, block)| folds_to_itself(block) && (*i > 0 || block.first().is_some_and(|&b| visible(b))))
+        .count()
+        * BLOCK;
+    while let Some(&b) = bytes.get(n) {
+        if visible(b) {
+            n += 1;
+        } else if b == b' ' && n > 0 && bytes.get(n + 1).is_some_and(|&next| visible(next)) {
+            n += 2;
+        } else {
+            break;
+        }
+    }
+    n
 }
 
 /// Folds `bytes` one at a time, carrying what is owed before the next visible byte.
