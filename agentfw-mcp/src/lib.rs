@@ -18,6 +18,7 @@
 //! | [`keystore`] | this device's keys in the home (TX2) |
 //! | [`relay_link`] | the daemon's connection to a relay: sealing, opening, reconnecting |
 //! | [`trust`] | the trust file applied to sends and deliveries (TR1, DL4) |
+//! | [`scan`] | `agentfw scan --jsonl`: verdicts for a stream of texts on every core (PR8) |
 
 #![forbid(unsafe_code)]
 
@@ -35,6 +36,7 @@ pub mod procfs;
 pub mod proto;
 pub mod relay_link;
 pub mod render;
+pub mod scan;
 pub mod store;
 pub mod trust;
 pub mod wake;

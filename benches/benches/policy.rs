@@ -2,6 +2,9 @@
 //! is sanitized and folded as the firewall does, then judged at hops 2 so every rule runs
 //! (the injection and command rules only look at forwarded text).
 //!
+//! `agentfw scan --jsonl` is measured in lines per second on the labelled corpus (every
+//! category, about a quarter of it secrets and attacks) and on its benign texts alone.
+//!
 //! `cargo bench -p agentfw-benches --bench policy`
 
 use std::hint::black_box;
@@ -9,7 +12,7 @@ use std::sync::Arc;
 
 use agentfw_core::policy::{RuleSet, Scanner, Stage};
 use agentfw_core::time::Timestamp;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// Ordinary developer chat: prose, code, a log line, a shell command, hashes.
 const ASCII: &str = "Can you check why the /health endpoint returns 500 after the deploy? The stack trace \
@@ -49,6 +52,7 @@ fn policy(c: &mut Criterion) {
         ("default_pack/1KiB_mixed_unicode", repeat_to(MIXED, 1024)),
         ("default_pack/64KiB_ascii", repeat_to(ASCII, 64 * 1024)),
         ("default_pack/64KiB_one_char", "a".repeat(64 * 1024)),
+        ("default_pack/64KiB_nested", format!("{}{}", "{\"a\": [(".repeat(4096), ")]}".repeat(4096))),
     ];
     for (name, text) in &inputs {
         c.bench_function(name, |b| {
@@ -84,5 +88,49 @@ fn stages(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, policy, stages);
+/// The corpus files, one JSON object with a `text` per line.
+const BENIGN: &str = include_str!("../../agentfw-core/corpus/benign.jsonl");
+const CORPUS: &[&str] = &[
+    BENIGN,
+    include_str!("../../agentfw-core/corpus/provider-tokens.jsonl"),
+    include_str!("../../agentfw-core/corpus/private-keys.jsonl"),
+    include_str!("../../agentfw-core/corpus/generic-credentials.jsonl"),
+    include_str!("../../agentfw-core/corpus/forwarded-commands.jsonl"),
+    include_str!("../../agentfw-core/corpus/injections.jsonl"),
+];
+
+/// `lines` lines taken from `files` in turn, from the start again when they run out.
+fn jsonl_input(files: &[&str], lines: usize) -> String {
+    let all: Vec<&str> = files.iter().flat_map(|f| f.lines()).filter(|l| !l.trim().is_empty()).collect();
+    let mut out = String::new();
+    for line in all.iter().cycle().take(lines) {
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+fn scan_jsonl(c: &mut Criterion) {
+    let Ok(rules) = RuleSet::default_pack() else {
+        eprintln!("the default pack does not compile");
+        return;
+    };
+    let scanner = Scanner::new(Arc::new(rules));
+    let now = Timestamp::from_millis(1_700_000_000_000);
+    const LINES: usize = 10_000;
+    let mut group = c.benchmark_group("scan_jsonl");
+    group.throughput(Throughput::Elements(LINES as u64)).sample_size(20);
+    for (name, input) in [("corpus", jsonl_input(CORPUS, LINES)), ("benign", jsonl_input(&[BENIGN], LINES))] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut out = Vec::with_capacity(LINES * 64);
+                agentfw_mcp::scan::jsonl(&scanner, Stage::Sending, 1, now, black_box(input.as_bytes()), &mut out)
+                    .map(|_| out.len())
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, policy, stages, scan_jsonl);
 criterion_main!(benches);

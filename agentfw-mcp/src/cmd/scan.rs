@@ -1,12 +1,11 @@
 //! `agentfw scan`: judge text from stdin with the rule engine (PR8).
 
-use std::io::{BufRead, BufWriter, Read, Write};
+use std::io::{BufWriter, Read};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use agentfw_core::policy::{RuleVerdict, Scanner, Stage};
-use serde::{Deserialize, Serialize};
 
 use super::{fail, load, now};
 
@@ -41,24 +40,6 @@ impl From<On> for Stage {
             On::Sending => Stage::Sending,
             On::Delivering => Stage::Delivering,
         }
-    }
-}
-
-#[derive(Deserialize)]
-struct Line {
-    text: String,
-}
-
-#[derive(Serialize)]
-struct Verdict<'a> {
-    verdict: &'static str,
-    rule: Option<&'a str>,
-    reason: Option<&'a str>,
-}
-
-impl<'a> From<&'a RuleVerdict> for Verdict<'a> {
-    fn from(v: &'a RuleVerdict) -> Self {
-        Verdict { verdict: if v.is_deny() { "deny" } else { "allow" }, rule: v.rule(), reason: v.reason() }
     }
 }
 
@@ -99,39 +80,9 @@ fn plain(scanner: &Scanner, stage: Stage, hops: u32, explain: bool) -> ExitCode 
 }
 
 fn jsonl(scanner: &Scanner, stage: Stage, hops: u32) -> ExitCode {
-    let now = now();
-    let stdin = std::io::stdin().lock();
-    let mut out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let mut denied = false;
-    for (n, line) in stdin.lines().enumerate() {
-        let line = match line {
-            Ok(line) => line,
-            Err(e) => return finish(&mut out, fail(format!("cannot read line {}: {e}", n + 1))),
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let input: Line = match serde_json::from_str(&line) {
-            Ok(input) => input,
-            Err(e) => {
-                return finish(
-                    &mut out,
-                    fail(format!("line {} is not a JSON object with a `text` string: {e}", n + 1)),
-                );
-            }
-        };
-        let verdict = scanner.judge(&input.text, stage, hops, now);
-        denied |= verdict.is_deny();
-        if serde_json::to_writer(&mut out, &Verdict::from(&verdict)).is_err() || out.write_all(b"\n").is_err() {
-            return fail("cannot write to stdout");
-        }
+    let out = BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    match agentfw_mcp::scan::jsonl(scanner, stage, hops, now(), std::io::stdin().lock(), out) {
+        Ok(denied) => ExitCode::from(u8::from(denied)),
+        Err(e) => fail(e),
     }
-    finish(&mut out, ExitCode::from(u8::from(denied)))
-}
-
-fn finish(out: &mut impl Write, code: ExitCode) -> ExitCode {
-    if out.flush().is_err() {
-        return fail("cannot write to stdout");
-    }
-    code
 }
