@@ -7,6 +7,16 @@
 //! After the timings it prints the daemon's resident memory, idle, with 2 and with 50
 //! sessions connected.
 //!
+//! Then across machines: two homes with their own daemons (two "machines") joined to a relay
+//! in this process on loopback, and the time from `send_message` on one machine until
+//! `check_inbox` on the other returns the text (`relay/send_to_inbox`): the sender's commit,
+//! sealing, the relay's durable store and forward, opening, the recipient's commit, and the
+//! read. `daemon/send_to_inbox` is the same on one machine, so the difference is what the
+//! relay leg adds. Each message is timed alone: the bench waits a few milliseconds between
+//! messages (untimed) for the commits that follow a delivery (the outbox row cleared, the
+//! relay's acknowledgement) to finish, so the figure is latency, not a queue behind them.
+//! `relay/send_to_inbox_back_to_back` sends the next message at once instead.
+//!
 //! `cargo bench -p agentfw-benches --bench daemon` (add `AGENTFW_BENCH_SYNC=normal` to see the
 //! cost without the fsync of each commit)
 
@@ -17,7 +27,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use std::time::Duration;
 
+use agentfw_core::seal::DeviceKeys;
 use criterion::{BatchSize, Criterion};
+use rand_chacha::ChaCha20Rng;
+use rand_core::SeedableRng;
 use serde_json::{Value, json};
 
 const CONFIG: &str = "[wake]\nenabled = false\n[firewall.limits]\nrate = 100000000\nfan_out = 1000\n\
@@ -29,8 +42,8 @@ struct World {
 }
 
 impl World {
-    fn new() -> Self {
-        let dir = std::env::temp_dir().join(format!("agentfw-bench-{}", std::process::id()));
+    fn new(name: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("agentfw-bench-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for sub in ["home", "user", "bin"] {
             std::fs::create_dir_all(dir.join(sub)).unwrap();
@@ -71,6 +84,21 @@ impl World {
         s.stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n").unwrap();
         assert!(!s.tool("list_team", json!({})).0);
         s
+    }
+
+    /// Enrolls this home with the relay, as `agentfw join` does, before its daemon starts.
+    fn join(&self, relay: &agentfw_relay::Relay, runtime: &tokio::runtime::Runtime, name: &str) {
+        let home = agentfw_mcp::home::Home::resolve(Some(&self.dir.join("home"))).unwrap();
+        let keys = DeviceKeys::generate(
+            agentfw_mcp::clock::now(),
+            &mut ChaCha20Rng::from_seed(agentfw_mcp::clock::random_seed()),
+        );
+        agentfw_mcp::keystore::KeyStore::open(&home).unwrap().save(&keys).unwrap();
+        let invite = runtime.block_on(relay.invite("bench")).unwrap();
+        let url = relay.url();
+        runtime.block_on(agentfw_relay::client::join(&url, &invite, &keys, name)).unwrap();
+        let mut config = std::fs::OpenOptions::new().append(true).open(self.dir.join("home/config.toml")).unwrap();
+        writeln!(config, "[relay]\nurl = \"{url}\"\ndevice = \"{}\"\nname = \"{name}\"", keys.device()).unwrap();
     }
 
     fn daemon_pid(&self) -> u32 {
@@ -124,6 +152,12 @@ impl Session {
         let (error, text) = self.tool("send_message", json!({"to": "api (codex)", "text": text}));
         assert!(!error, "{text}");
     }
+
+    /// Reads the inbox until message `n` is in it.
+    fn read_until(&mut self, n: u64) {
+        let marker = format!("Benchmark message {n}:");
+        while !self.tool("check_inbox", json!({})).1.contains(&marker) {}
+    }
 }
 
 impl Drop for Session {
@@ -143,7 +177,7 @@ fn rss_kib(pid: u32) -> u64 {
 }
 
 fn benches(c: &mut Criterion) {
-    let world = World::new();
+    let world = World::new("one");
     let mut api = world.session("codex", "api");
     let mut web = world.session("claude", "web");
     // Memory first, idle: 2 sessions, then 50.
@@ -168,6 +202,7 @@ fn benches(c: &mut Criterion) {
     // Read what the sends left, then time reads of an empty inbox and of one message.
     while api.tool("check_inbox", json!({})).1 != "No new messages." {}
     g.bench_function("check_inbox/empty", |b| b.iter(|| api.tool("check_inbox", json!({}))));
+    g.bench_function("send_to_inbox", |b| b.iter_custom(|iters| one_at_a_time(iters, &mut n, &mut web, &mut api)));
     g.bench_function("check_inbox/one_message", |b| {
         b.iter_batched(
             || {
@@ -186,6 +221,57 @@ fn benches(c: &mut Criterion) {
     );
     drop(web);
     drop(api);
+}
+
+/// `iters` messages from `web` until each is read by `api`, timed one at a time with a pause
+/// between them.
+#[allow(clippy::disallowed_methods)] // a benchmark reads the clock
+fn one_at_a_time(iters: u64, n: &mut u64, web: &mut Session, api: &mut Session) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        *n += 1;
+        let start = std::time::Instant::now();
+        web.send(*n);
+        api.read_until(*n);
+        total += start.elapsed();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    total
+}
+
+/// `web (claude)` on one machine sends to `api (codex)` on another through a relay.
+fn relay(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = agentfw_relay::Config {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        database_url: format!("sqlite://{}", dir.path().join("relay.db").display()),
+        admin_token: Some("afwa_bench-admin-token-0123456789".to_owned()),
+        ..agentfw_relay::Config::default()
+    };
+    let relay = runtime.block_on(agentfw_relay::Relay::start(config)).unwrap();
+    let (m1, m2) = (World::new("m1"), World::new("m2"));
+    m1.join(&relay, &runtime, "m1");
+    m2.join(&relay, &runtime, "m2");
+    let mut api = m2.session("codex", "api");
+    let mut web = m1.session("claude", "web");
+    // The sender's daemon learns of `api (codex)` from the relay's directory.
+    while !web.tool("list_team", json!({})).1.contains("api (codex)") {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut n = 0u64;
+    let mut g = c.benchmark_group("relay");
+    g.bench_function("send_to_inbox", |b| b.iter_custom(|iters| one_at_a_time(iters, &mut n, &mut web, &mut api)));
+    g.bench_function("send_to_inbox_back_to_back", |b| {
+        b.iter(|| {
+            n += 1;
+            web.send(n);
+            api.read_until(n);
+        })
+    });
+    g.finish();
+    drop((web, api, m1, m2));
+    runtime.block_on(relay.shutdown());
 }
 
 /// The `agentfw mcp` child of a fake agent.
@@ -222,6 +308,7 @@ fn main() -> ExitCode {
         _ => {
             let mut c = Criterion::default().configure_from_args();
             benches(&mut c);
+            relay(&mut c);
             c.final_summary();
             ExitCode::SUCCESS
         }
