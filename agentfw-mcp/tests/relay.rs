@@ -298,3 +298,35 @@ fn messages_waiting_for_the_relay_survive_a_kill_9_of_the_daemon() {
     });
     assert!(received.values().all(|n| *n == 1), "{received:?}");
 }
+
+#[test]
+fn a_restarted_daemon_reaches_other_machines_before_its_relay_link_is_back() {
+    let mut relay = TestRelay::start();
+    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
+    let m1 = machine(&relay, "m1", &config);
+    let m2 = machine(&relay, "m2", &config);
+    let mut web = m1.agent("claude", "web");
+    let mut api = m2.agent("codex", "api");
+    wait_for("api on m1", || {
+        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
+    });
+
+    // m1's daemon dies while the relay is away: its successor cannot ask the relay who is
+    // where, and knows only the directory the first one kept.
+    relay.stop();
+    wait_for("m1 to notice", || (relay_status(&m1)["connected"] == false).then_some(()));
+    let first = m1.daemon_pid().unwrap();
+    assert!(std::process::Command::new("kill").args(["-9", &first.to_string()]).status().unwrap().success());
+    wait_for("the daemon to die", || (!std::path::Path::new(&format!("/proc/{first}")).exists()).then_some(()));
+
+    let r = web.send("api (codex)", "payload 1: sent to a new daemon with the relay away");
+    assert!(!r.error, "a known agent on another machine is addressable at once: {}", r.text);
+    assert_ne!(m1.daemon_pid(), Some(first));
+    assert!(web.team().text.contains("api (codex) — agent codex, project api, on machine m2"), "{}", web.team().text);
+    let status = relay_status(&m1);
+    assert_eq!((status["connected"].clone(), status["outbox"].clone()), (false.into(), 1.into()), "{status}");
+
+    relay.start_again();
+    wait_for("the message on m2", || api.inbox().text.contains("payload 1: sent to a new daemon").then_some(()));
+    wait_for("m1's outbox to empty", || (relay_status(&m1)["outbox"] == 0).then_some(()));
+}

@@ -135,9 +135,10 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
             (me, m, agent)
         })
         .collect();
-    // Every machine knows every agent before the traffic starts, and again after a restart:
-    // a daemon learns the other machine's agents from the relay's directory once its link
-    // is up, and until then a send to one of them is refused as an unknown recipient.
+    // Every machine knows every agent before the traffic starts, and again after a restart,
+    // since the tallies below count on every agent being addressable: a daemon learns the
+    // other machine's agents from the relay's directory (a restarted one starts from the
+    // directory it kept, until its link brings the relay's).
     let all_known = |agents: &mut [(String, usize, Agent)]| {
         for (_, _, agent) in agents.iter_mut().take(2) {
             wait_for("every agent on both machines", || {

@@ -10,6 +10,7 @@ use agentfw_core::message::{Agent, AgentId, MessageId};
 use agentfw_core::seal::DeviceId;
 use agentfw_core::time::Timestamp;
 use agentfw_relay::client::{Directory, PolicyMirror};
+use agentfw_relay::protocol::{AgentEntry, DeviceEntry};
 use rusqlite::{OptionalExtension, params};
 
 use super::{Engine, EngineError, Journaled, one_line};
@@ -20,6 +21,17 @@ use crate::store::{self, StoreError, ms};
 
 /// Where the relay's policy mirror is kept (`meta`), with the firewall's state.
 const MIRROR_KEY: &str = "relay_mirror";
+/// Where the last directory the relay sent is kept (`meta`): a restarted daemon can address
+/// agents on other machines at once, before its link is back (their messages wait in the
+/// outbox), instead of calling them unknown.
+const DIRECTORY_KEY: &str = "relay_directory";
+
+/// The directory as it is kept.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct SavedDirectory {
+    devices: Vec<DeviceEntry>,
+    agents: Vec<AgentEntry>,
+}
 
 /// The engine's relay state. `None` in the engine when no relay is configured.
 #[derive(Debug)]
@@ -55,6 +67,14 @@ impl Engine {
             let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
             rows.collect::<Result<_, _>>()?
         };
+        let mut directory = Directory::default();
+        match store::meta(&self.db, DIRECTORY_KEY)?.map(|json| serde_json::from_str::<SavedDirectory>(&json)) {
+            Some(Ok(saved)) => directory.apply(true, saved.devices, saved.agents),
+            Some(Err(e)) => {
+                eprintln!("agentfw daemon: ignoring the kept relay directory ({e}); the relay sends it again")
+            }
+            None => {}
+        }
         let mut waiting = Vec::new();
         for (device, message) in rows {
             let (Ok(device), Ok(message)) = (device.parse::<DeviceId>(), serde_json::from_str::<Accepted>(&message))
@@ -71,7 +91,7 @@ impl Engine {
         self.relay = Some(RelaySide {
             link,
             name,
-            directory: Directory::default(),
+            directory,
             mirror,
             connected: false,
             problem: None,
@@ -106,7 +126,17 @@ impl Engine {
                 relay.connected = false;
                 relay.problem = Some(format!("{reason} ({code})"));
             }
-            FromLink::Directory { full, devices, agents } => relay.directory.apply(full, devices, agents),
+            FromLink::Directory { full, devices, agents } => {
+                relay.directory.apply(full, devices, agents);
+                let saved = SavedDirectory {
+                    devices: relay.directory.devices.values().cloned().collect(),
+                    agents: relay.directory.agents.values().cloned().collect(),
+                };
+                if let Err(e) = self.tx(|e| Ok(store::set_meta(&e.db, DIRECTORY_KEY, &serde_json::to_string(&saved)?)?))
+                {
+                    eprintln!("agentfw daemon: cannot keep the relay directory: {}", e.body().message);
+                }
+            }
             FromLink::Rejected { seq, why } => {
                 eprintln!("agentfw daemon: dropped a delivery from the relay: {why}");
                 relay.link.send(ToLink::Ack(vec![seq]));
