@@ -170,9 +170,11 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// The exclusive lock that makes this the home's only daemon.
+/// The exclusive lock that makes this the home's only daemon, held while the file lives.
+/// `agentfw keys rotate` holds it too, so that no daemon starts with the old keys while the
+/// relay retires them.
 #[allow(clippy::disallowed_types)] // the adapter owns files
-fn lock(home: &Home) -> Result<std::fs::File, DaemonError> {
+pub fn lock(home: &Home) -> Result<std::fs::File, DaemonError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)

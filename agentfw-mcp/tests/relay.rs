@@ -330,3 +330,67 @@ fn a_restarted_daemon_reaches_other_machines_before_its_relay_link_is_back() {
     wait_for("the message on m2", || api.inbox().text.contains("payload 1: sent to a new daemon").then_some(()));
     wait_for("m1's outbox to empty", || (relay_status(&m1)["outbox"] == 0).then_some(()));
 }
+
+#[test]
+fn keys_rotate_tells_the_relay_and_the_machines_keep_talking_with_the_new_keys() {
+    let relay = TestRelay::start();
+    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
+    let m1 = machine(&relay, "m1", &config);
+    let m2 = machine(&relay, "m2", &config);
+    let mut web = m1.agent("claude", "web");
+    let mut api = m2.agent("codex", "api");
+    wait_for("api on m1", || {
+        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
+    });
+    let before = relay_status(&m1)["device"].as_str().unwrap().to_owned();
+    let first_daemon = m1.daemon_pid().unwrap();
+
+    let out = m1.agentfw(&["keys", "rotate"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("retired the old keys"), "{}", stderr(&out));
+    wait_for("the daemon with the old keys to stop", || {
+        (!std::path::Path::new(&format!("/proc/{first_daemon}")).exists()).then_some(())
+    });
+    let config_text = std::fs::read_to_string(m1.home.join("config.toml")).unwrap();
+    assert!(!config_text.contains(&before), "config.toml names the new device: {config_text}");
+
+    // The next request starts a daemon with the new keys; messages flow both ways.
+    let r = web.send("api (codex)", "payload 1: signed with the new keys");
+    assert!(!r.error, "{}", r.text);
+    wait_for("m1 logged in as its new device", || {
+        let s = relay_status(&m1);
+        (s["connected"] == true && s["device"] != before.as_str()).then_some(())
+    });
+    wait_for("the message on m2", || api.inbox().text.contains("payload 1: signed with the new keys").then_some(()));
+    wait_for("web on m2", || {
+        api.team().text.contains("web (claude) — agent claude, project web, on machine m1").then_some(())
+    });
+    let r = api.send("web (claude)", "payload 2: sealed to the new keys");
+    assert!(!r.error, "{}", r.text);
+    wait_for("the answer on m1", || web.inbox().text.contains("payload 2: sealed to the new keys").then_some(()));
+
+    // The old keys are retired: the relay lists that device as superseded.
+    let (status, devices) = relay.admin("GET", "/admin/api/devices", serde_json::Value::Null);
+    assert_eq!(status, 200, "{devices}");
+    let old = devices.as_array().unwrap().iter().find(|d| d["device"] == before.as_str()).cloned();
+    assert_eq!(old.as_ref().map(|d| d["status"].clone()), Some("superseded".into()), "{devices}");
+}
+
+#[test]
+fn keys_rotate_changes_nothing_when_the_relay_does_not_answer() {
+    let mut relay = TestRelay::start();
+    let m1 = machine(&relay, "m1", BASE_CONFIG);
+    let shown = stdout(&m1.agentfw(&["keys", "show"]));
+    relay.stop();
+    let out = m1.agentfw(&["keys", "rotate"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("did not take the rotation"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Nothing changed"), "{}", stderr(&out));
+    assert_eq!(stdout(&m1.agentfw(&["keys", "show"])), shown, "the keys are the old ones");
+    let keys: Vec<String> = std::fs::read_dir(m1.home.join("keys"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".key"))
+        .collect();
+    assert_eq!(keys, ["device.key"], "no backup or pending key is left behind");
+}

@@ -42,24 +42,30 @@ pub fn run(args: &Args) -> ExitCode {
 }
 
 fn stop(home: &Home) -> ExitCode {
-    let mut client = match Client::connect(home) {
-        Ok(client) => client,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::SUCCESS;
+    match stop_running(home) {
+        Ok(true) => {
+            eprintln!("agentfw daemon stopped");
+            ExitCode::SUCCESS
         }
-    };
-    if let Err(e) = client.shutdown() {
-        return fail(e);
+        Ok(false) => {
+            eprintln!("no agentfw daemon is running for `{}`", home.dir.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
     }
+}
+
+/// Asks the home's daemon to stop and waits until it has. False if none was running.
+pub fn stop_running(home: &Home) -> Result<bool, String> {
+    let Ok(mut client) = Client::connect(home) else { return Ok(false) };
+    client.shutdown().map_err(|e| e.to_string())?;
     for _ in 0..500 {
         if !home.socket.exists() {
-            eprintln!("agentfw daemon stopped");
-            return ExitCode::SUCCESS;
+            return Ok(true);
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    fail("the daemon did not stop within 5 seconds")
+    Err("the daemon did not stop within 5 seconds".to_owned())
 }
 
 pub fn mcp() -> ExitCode {

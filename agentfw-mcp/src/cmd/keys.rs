@@ -107,8 +107,19 @@ fn show(args: &HomeArgs) -> Result<ExitCode, String> {
 }
 
 fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
-    let store = store(args)?;
+    let home = Home::resolve(args.home.as_deref()).map_err(|e| e.to_string())?;
+    let store = KeyStore::open(&home)?;
     let old = store.load()?;
+    let relay = relay_url(&home)?;
+    // With a relay, no daemon may log in with the old keys while the relay retires them:
+    // stop the running one, and hold the daemon lock so that no agent starts another.
+    let _lock = match &relay {
+        Some(_) => {
+            super::daemon::stop_running(&home)?;
+            Some(agentfw_mcp::daemon::lock(&home).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
     let at = now();
     let (next, rotation) = old.rotate(at, &mut rng());
     let stamp = chrono::DateTime::<chrono::Utc>::from_timestamp_millis(i64::try_from(at.as_millis()).unwrap_or(0))
@@ -119,21 +130,107 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
         return Err(format!("`{}` already exists; try again", backup.display()));
     }
     write_private(&backup, old.to_key_file().as_bytes())?;
-    store.save(&next)?;
-    eprintln!(
-        "rotated device {} to {}; the old key file is kept in `{}`",
-        old.device(),
-        next.device(),
-        backup.display()
-    );
+    let old_device = old.device();
+    if let Some(url) = &relay {
+        // The new keys are on disk before the relay retires the old ones, so that a crash
+        // or a full disk after that point cannot leave this device without working keys.
+        let pending = store.dir.join("device.key.next");
+        write_private(&pending, next.to_key_file().as_bytes())?;
+        if let Err(e) = tell_relay(url, old, &rotation) {
+            let _ = fs::remove_file(&pending);
+            let _ = fs::remove_file(&backup);
+            return Err(format!(
+                "the relay at {url} did not take the rotation: {e}. Nothing changed: this device keeps its keys; \
+                 try again when the relay answers"
+            ));
+        }
+        store.save(&next).map_err(|e| {
+            format!(
+                "the relay retired the old keys, but the new ones could not be put in place ({e}): they are in `{}`; \
+                 move that file to `{}`",
+                pending.display(),
+                store.key_file().display()
+            )
+        })?;
+        let _ = fs::remove_file(&pending);
+        set_relay_device(&home, next.device())?;
+        eprintln!("the relay at {url} retired the old keys; the daemon logs in with the new ones from its next start");
+    } else {
+        store.save(&next)?;
+    }
+    eprintln!("rotated device {old_device} to {}; the old key file is kept in `{}`", next.device(), backup.display());
     eprintln!(
         "peers must apply the rotation: append the first line below (the signed rotation notice) to their copy of \
          this device's bundle, or replace that copy with the second line (the new bundle). Until they do, they \
-         cannot open what this device seals, and once they do, the old keys no longer verify."
+         cannot open what this device seals, and once they do, the old keys no longer verify.{}",
+        if relay.is_some() { " Devices on the relay learn it from the relay." } else { "" }
     );
     println!("{}", rotation.to_line());
     println!("{}", next.public().to_line());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The relay this home joined (`agentfw join`), if any.
+fn relay_url(home: &Home) -> Result<Option<String>, String> {
+    #[allow(clippy::disallowed_methods)] // the adapter reads its environment
+    let user_home = std::env::var("HOME").ok();
+    let config =
+        agentfw_mcp::config::DaemonConfig::load(&home.config(), user_home.as_deref()).map_err(|e| e.to_string())?;
+    Ok(Some(config.relay.url.trim().to_owned()).filter(|u| !u.is_empty()))
+}
+
+/// Sends the signed rotation notice to the relay over a connection logged in with the old
+/// keys, and waits until the relay has retired them (it then ends the connection).
+fn tell_relay(url: &str, old: DeviceKeys, rotation: &Rotation) -> Result<(), String> {
+    use agentfw_relay::client::{Client, ClientConfig, Incoming};
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async {
+        let (client, mut incoming) = Client::connect(ClientConfig::new(url), std::sync::Arc::new(old));
+        let deadline = tokio::time::Instant::now() + WAIT;
+        let mut sent = false;
+        let mut last_problem = None;
+        let outcome = loop {
+            let Ok(news) = tokio::time::timeout_at(deadline, incoming.recv()).await else {
+                break Err(format!(
+                    "no answer within {} s{}",
+                    WAIT.as_secs(),
+                    last_problem.map(|p| format!(" ({p})")).unwrap_or_default()
+                ));
+            };
+            match news {
+                None => break Err("the connection ended".to_owned()),
+                Some(Incoming::Connected { .. }) if !sent => {
+                    client.rotate(rotation);
+                    sent = true;
+                }
+                Some(Incoming::Stopped { code, .. }) if code == "relay.rotated" => break Ok(()),
+                Some(Incoming::Stopped { code, reason }) => break Err(format!("{reason} ({code})")),
+                Some(Incoming::Notice { code, reason }) if sent => break Err(format!("{reason} ({code})")),
+                Some(Incoming::Disconnected { reason }) => last_problem = Some(reason),
+                Some(_) => {}
+            }
+        };
+        client.stop();
+        outcome
+    })
+}
+
+/// Points the `[relay]` section of `config.toml` at this device's new id.
+fn set_relay_device(home: &Home, device: agentfw_core::seal::DeviceId) -> Result<(), String> {
+    let path = home.config();
+    let text = fs::read_to_string(&path).map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+    let mut doc: toml_edit::DocumentMut =
+        text.parse().map_err(|e| format!("`{}` is not valid TOML: {e}", path.display()))?;
+    let relay = doc
+        .get_mut("relay")
+        .and_then(toml_edit::Item::as_table_like_mut)
+        .ok_or_else(|| format!("`{}` has no [relay] section any more", path.display()))?;
+    relay.insert("device", toml_edit::value(device.to_string()));
+    write_private(&path, doc.to_string().as_bytes())
 }
 
 /// The peer in PUBFILE: its bundle line, then any rotation notices, applied in order.
