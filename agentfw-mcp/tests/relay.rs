@@ -1,8 +1,9 @@
 //! Two machines and a relay: two worlds (each its own home, daemon and fake agent
 //! sessions, as two machines would have) joined to one relay on loopback. Messages cross
 //! sealed, arrive fenced, a worm is contained on both machines, a block made through the
-//! relay's admin API (what the dashboard calls) stops the next message on both, and a relay
-//! restarted in the middle of traffic loses and duplicates nothing.
+//! relay's admin API (what the dashboard calls) stops the next message on both, a relay
+//! restarted in the middle of traffic loses and duplicates nothing, a restarted daemon
+//! reaches the other machine before its link is back, and a key rotation reaches the relay.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -14,6 +15,20 @@ use std::time::Duration;
 use common::relay::{TestRelay, agent_id, json_of, machine, relay_status, wait_for};
 use common::{BASE_CONFIG, World, stderr, stdout};
 use serde_json::{Value, json};
+
+/// Machines `m1` and `m2` on `relay`, with `web (claude)` on m1 and `api (codex)` on m2,
+/// once m1 sees api.
+fn web_and_api(relay: &TestRelay) -> (World, World, common::Agent, common::Agent) {
+    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
+    let m1 = machine(relay, "m1", &config);
+    let m2 = machine(relay, "m2", &config);
+    let mut web = m1.agent("claude", "web");
+    let api = m2.agent("codex", "api");
+    wait_for("api on m1", || {
+        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
+    });
+    (m1, m2, web, api)
+}
 
 /// Waits until this machine has applied central policy entry `seq`.
 fn wait_policy(w: &World, seq: u64) {
@@ -138,14 +153,7 @@ const BURST_CONFIG: &str = "[firewall.limits]\nrate = 100000\nmax_turns = 100000
 fn a_relay_restarted_mid_traffic_loses_and_duplicates_nothing_acknowledged() {
     const N: usize = 60;
     let mut relay = TestRelay::start();
-    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
-    let m1 = machine(&relay, "m1", &config);
-    let m2 = machine(&relay, "m2", &config);
-    let mut web = m1.agent("claude", "web");
-    let mut api = m2.agent("codex", "api");
-    wait_for("api on m1", || {
-        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
-    });
+    let (m1, _m2, mut web, mut api) = web_and_api(&relay);
 
     // web sends N messages on a thread. The relay stops while the first half is going
     // out, the second half is sent (and acknowledged by m1's daemon) while it is down,
@@ -263,14 +271,7 @@ fn join_and_the_relay_flag_refuse_bad_input_clearly() {
 fn messages_waiting_for_the_relay_survive_a_kill_9_of_the_daemon() {
     const N: usize = 5;
     let mut relay = TestRelay::start();
-    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
-    let m1 = machine(&relay, "m1", &config);
-    let m2 = machine(&relay, "m2", &config);
-    let mut web = m1.agent("claude", "web");
-    let mut api = m2.agent("codex", "api");
-    wait_for("api on m1", || {
-        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
-    });
+    let (m1, _m2, mut web, mut api) = web_and_api(&relay);
 
     relay.stop();
     wait_for("m1 to notice", || (relay_status(&m1)["connected"] == false).then_some(()));
@@ -302,14 +303,7 @@ fn messages_waiting_for_the_relay_survive_a_kill_9_of_the_daemon() {
 #[test]
 fn a_restarted_daemon_reaches_other_machines_before_its_relay_link_is_back() {
     let mut relay = TestRelay::start();
-    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
-    let m1 = machine(&relay, "m1", &config);
-    let m2 = machine(&relay, "m2", &config);
-    let mut web = m1.agent("claude", "web");
-    let mut api = m2.agent("codex", "api");
-    wait_for("api on m1", || {
-        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
-    });
+    let (m1, _m2, mut web, mut api) = web_and_api(&relay);
 
     // m1's daemon dies while the relay is away: its successor cannot ask the relay who is
     // where, and knows only the directory the first one kept.
@@ -334,14 +328,7 @@ fn a_restarted_daemon_reaches_other_machines_before_its_relay_link_is_back() {
 #[test]
 fn keys_rotate_tells_the_relay_and_the_machines_keep_talking_with_the_new_keys() {
     let relay = TestRelay::start();
-    let config = format!("{BASE_CONFIG}{BURST_CONFIG}");
-    let m1 = machine(&relay, "m1", &config);
-    let m2 = machine(&relay, "m2", &config);
-    let mut web = m1.agent("claude", "web");
-    let mut api = m2.agent("codex", "api");
-    wait_for("api on m1", || {
-        web.team().text.contains("api (codex) — agent codex, project api, on machine m2").then_some(())
-    });
+    let (m1, _m2, mut web, mut api) = web_and_api(&relay);
     let before = relay_status(&m1)["device"].as_str().unwrap().to_owned();
     let first_daemon = m1.daemon_pid().unwrap();
 
