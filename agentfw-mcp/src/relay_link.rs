@@ -22,11 +22,11 @@
 use std::sync::Arc;
 
 use agentfw_core::admission::ComponentId;
-use agentfw_core::firewall::{Accepted, AdminAction, Event};
+use agentfw_core::firewall::{Accepted, Event};
 use agentfw_core::message::{Agent, MessageId};
 use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, PublicBundle, ReplayCache, Rotation};
 use agentfw_relay::client::{Client, ClientConfig, ClientError, Delivery, Incoming};
-use agentfw_relay::protocol::{AgentEntry, DeviceEntry, Routed};
+use agentfw_relay::protocol::{DirectoryFrame, PolicyFrame, Routed};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 use tokio::sync::mpsc;
@@ -94,16 +94,8 @@ pub enum FromLink {
         code: String,
         reason: String,
     },
-    Policy {
-        seq: u64,
-        reset: bool,
-        actions: Vec<AdminAction>,
-    },
-    Directory {
-        full: bool,
-        devices: Vec<DeviceEntry>,
-        agents: Vec<AgentEntry>,
-    },
+    Policy(PolicyFrame),
+    Directory(DirectoryFrame),
 }
 
 /// The engine's handle on the link task. Dropping it stops the link.
@@ -270,13 +262,13 @@ impl Task {
                 eprintln!("agentfw daemon: the relay says ({code}): {reason}");
                 return true;
             }
-            Incoming::Policy { seq, reset, actions } => FromLink::Policy { seq, reset, actions },
-            Incoming::Directory { full, devices, agents } => {
+            Incoming::Policy(frame) => FromLink::Policy(frame),
+            Incoming::Directory(frame) => {
                 // A revoked device's keys stop working here at once (TX5).
-                for d in devices.iter().filter(|d| d.status == "revoked") {
+                for d in frame.devices.iter().filter(|d| d.status == "revoked") {
                     let _ = self.keyring.revoke(d.device, clock::now());
                 }
-                FromLink::Directory { full, devices, agents }
+                FromLink::Directory(frame)
             }
             Incoming::Delivery(delivery) => match self.open(&delivery).await {
                 Some(message) => message,

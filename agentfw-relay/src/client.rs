@@ -28,8 +28,9 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 use crate::clock;
 use crate::protocol::{
-    self, AUTH_CONTEXT, AgentEntry, BundleEntry, CONNECT_PATH, DeliverFrame, DeviceEntry, ENROLL_CONTEXT, ENROLL_PATH,
-    EnrollRequest, EnrollResponse, FrameError, Routed, Routing, ToDevice, ToRelay, VERSION, WireLimits, codes,
+    self, AUTH_CONTEXT, AgentEntry, BundleEntry, CONNECT_PATH, DeliverFrame, DeviceEntry, DirectoryFrame,
+    ENROLL_CONTEXT, ENROLL_PATH, EnrollRequest, EnrollResponse, FrameError, PolicyFrame, Routed, Routing, ToDevice,
+    ToRelay, VERSION, WireLimits, codes,
 };
 
 /// Why a client call failed.
@@ -151,16 +152,9 @@ pub enum Incoming {
     },
     Delivery(Box<Delivery>),
     /// Apply with a [`PolicyMirror`].
-    Policy {
-        seq: u64,
-        reset: bool,
-        actions: Vec<AdminAction>,
-    },
-    Directory {
-        full: bool,
-        devices: Vec<DeviceEntry>,
-        agents: Vec<AgentEntry>,
-    },
+    Policy(PolicyFrame),
+    /// Apply to a [`Directory`].
+    Directory(DirectoryFrame),
     /// A refusal not tied to a submission (an agent that is another device's, a bad
     /// report).
     Notice {
@@ -700,11 +694,11 @@ impl Task {
             ToDevice::Refused { id: None, code, reason, .. } => {
                 let _ = self.incoming.send(Incoming::Notice { code, reason }).await;
             }
-            ToDevice::Policy { seq, reset, actions } => {
-                let _ = self.incoming.send(Incoming::Policy { seq, reset, actions }).await;
+            ToDevice::Policy(frame) => {
+                let _ = self.incoming.send(Incoming::Policy(frame)).await;
             }
-            ToDevice::Directory { full, devices, agents } => {
-                let _ = self.incoming.send(Incoming::Directory { full, devices, agents }).await;
+            ToDevice::Directory(frame) => {
+                let _ = self.incoming.send(Incoming::Directory(frame)).await;
             }
             ToDevice::Bundles { bundles } => {
                 if let Some(reply) = self.lookups.pop_front() {
@@ -771,7 +765,8 @@ impl PolicyMirror {
 
     /// The actions to apply for one policy frame. Stale frames (an entry at or below the
     /// last one applied) give none.
-    pub fn apply(&mut self, seq: u64, reset: bool, actions: &[AdminAction]) -> Vec<AdminAction> {
+    pub fn apply(&mut self, frame: &PolicyFrame) -> Vec<AdminAction> {
+        let PolicyFrame { seq, reset, ref actions } = *frame;
         if !reset && seq <= self.seq {
             return Vec::new();
         }
@@ -846,7 +841,8 @@ pub struct Directory {
 }
 
 impl Directory {
-    pub fn apply(&mut self, full: bool, devices: Vec<DeviceEntry>, agents: Vec<AgentEntry>) {
+    pub fn apply(&mut self, frame: DirectoryFrame) {
+        let DirectoryFrame { full, devices, agents } = frame;
         if full {
             self.devices.clear();
             self.agents.clear();
@@ -948,19 +944,23 @@ mod tests {
         AgentId::new(n)
     }
 
+    fn frame(seq: u64, reset: bool, actions: &[AdminAction]) -> PolicyFrame {
+        PolicyFrame { seq, reset, actions: actions.to_vec() }
+    }
+
     #[test]
     fn a_reset_undoes_what_the_relay_no_longer_says_and_keeps_the_rest() {
         let mut mirror = PolicyMirror::new();
         let block = AdminAction::Disconnect { a: agent("b"), b: agent("a"), reason: "r".into() };
         let q = AdminAction::Quarantine { agent: agent("x"), seconds: 60, reason: "r".into() };
-        assert_eq!(mirror.apply(1, true, &[block.clone(), q.clone()]), vec![block.clone(), q.clone()]);
+        assert_eq!(mirror.apply(&frame(1, true, &[block.clone(), q.clone()])), vec![block.clone(), q.clone()]);
         // Stale increments are ignored; new ones pass through.
-        assert!(mirror.apply(1, false, &[AdminAction::LiftQuarantine { agent: agent("x") }]).is_empty());
+        assert!(mirror.apply(&frame(1, false, &[AdminAction::LiftQuarantine { agent: agent("x") }])).is_empty());
         let lift = AdminAction::LiftQuarantine { agent: agent("x") };
-        assert_eq!(mirror.apply(2, false, std::slice::from_ref(&lift)), vec![lift]);
+        assert_eq!(mirror.apply(&frame(2, false, std::slice::from_ref(&lift))), vec![lift]);
         // Missed while offline: the block was lifted, a quarantine added.
         let q2 = AdminAction::Quarantine { agent: agent("y"), seconds: 60, reason: "r".into() };
-        let out = mirror.apply(5, true, std::slice::from_ref(&q2));
+        let out = mirror.apply(&frame(5, true, std::slice::from_ref(&q2)));
         assert_eq!(out, vec![AdminAction::Reconnect { a: agent("a"), b: agent("b") }, q2]);
         assert_eq!(mirror.seq, 5);
     }
@@ -970,11 +970,11 @@ mod tests {
         let d1: DeviceId = "00000000000000000000000000000001".parse().unwrap();
         let entry = |id: &str, live| AgentEntry { agent: Agent::new(id, "claude", id), device: d1, live };
         let mut dir = Directory::default();
-        dir.apply(true, vec![], vec![entry("a", true), entry("b", true)]);
+        dir.apply(DirectoryFrame { full: true, devices: vec![], agents: vec![entry("a", true), entry("b", true)] });
         assert_eq!(dir.device_of(&agent("a")), Some(d1));
-        dir.apply(false, vec![], vec![entry("b", true)]);
+        dir.apply(DirectoryFrame { full: false, devices: vec![], agents: vec![entry("b", true)] });
         assert_eq!(dir.device_of(&agent("a")), None);
-        dir.apply(false, vec![], vec![entry("b", false)]);
+        dir.apply(DirectoryFrame { full: false, devices: vec![], agents: vec![entry("b", false)] });
         assert_eq!(dir.device_of(&agent("b")), None);
     }
 }

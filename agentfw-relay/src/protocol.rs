@@ -416,6 +416,28 @@ pub enum ToRelay {
     Rotate { rotation: String },
 }
 
+/// Central policy (AD8, AM2, CT2), as admin actions to apply to the local firewall in
+/// order. `reset`: these actions are the whole of the relay's policy, replacing what
+/// earlier frames said ([`crate::client::PolicyMirror`] works out what to undo).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyFrame {
+    pub seq: u64,
+    pub reset: bool,
+    pub actions: Vec<AdminAction>,
+}
+
+/// Who is where. `full`: a new directory, replacing earlier frames (a large one continues
+/// in frames without `full`); otherwise these entries changed. A frame that lists a device
+/// lists all of that device's live agents.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectoryFrame {
+    pub full: bool,
+    pub devices: Vec<DeviceEntry>,
+    pub agents: Vec<AgentEntry>,
+}
+
 /// Text frames from the relay.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -445,22 +467,8 @@ pub enum ToDevice {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<u64>,
     },
-    /// Central policy (AD8, AM2, CT2), as admin actions to apply to the local firewall in
-    /// order. `reset`: these actions are the whole of the relay's policy, replacing what
-    /// earlier frames said ([`crate::client::PolicyMirror`] works out what to undo).
-    Policy {
-        seq: u64,
-        reset: bool,
-        actions: Vec<AdminAction>,
-    },
-    /// Who is where. `full`: a new directory, replacing earlier frames (a large one
-    /// continues in frames without `full`); otherwise these entries changed. A frame that
-    /// lists a device lists all of that device's live agents.
-    Directory {
-        full: bool,
-        devices: Vec<DeviceEntry>,
-        agents: Vec<AgentEntry>,
-    },
+    Policy(PolicyFrame),
+    Directory(DirectoryFrame),
     /// Public bundles asked for with [`ToRelay::Lookup`]; unknown devices are left out.
     Bundles {
         bundles: Vec<BundleEntry>,
@@ -634,5 +642,25 @@ mod tests {
         assert!(matches!(ack, ToRelay::Ack { seqs } if seqs == [1, 2]));
         assert!(serde_json::from_str::<ToRelay>(r#"{"type":"ack","seqs":[1],"x":1}"#).is_err());
         assert!(serde_json::from_str::<ToRelay>(r#"{"type":"shutdown"}"#).is_err());
+        // Policy and directory frames keep their fields beside the tag, and refuse others.
+        let policy = ToDevice::Policy(PolicyFrame { seq: 3, reset: true, actions: Vec::new() });
+        let text = serde_json::to_string(&policy).unwrap();
+        assert_eq!(text, r#"{"type":"policy","seq":3,"reset":true,"actions":[]}"#);
+        assert!(matches!(
+            serde_json::from_str(&text).unwrap(),
+            ToDevice::Policy(PolicyFrame { seq: 3, reset: true, .. })
+        ));
+        let directory = r#"{"type":"directory","full":true,"devices":[],"agents":[]}"#;
+        assert!(matches!(
+            serde_json::from_str(directory).unwrap(),
+            ToDevice::Directory(DirectoryFrame { full: true, .. })
+        ));
+        assert!(
+            serde_json::from_str::<ToDevice>(r#"{"type":"policy","seq":3,"reset":true,"actions":[],"x":1}"#).is_err()
+        );
+        assert!(
+            serde_json::from_str::<ToDevice>(r#"{"type":"directory","full":true,"devices":[],"agents":[],"x":1}"#)
+                .is_err()
+        );
     }
 }

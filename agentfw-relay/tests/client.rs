@@ -123,12 +123,9 @@ async fn policy_missed_while_offline_is_undone_by_the_reset() {
         .unwrap();
 
     let (client, mut incoming) = Client::connect(client_config(&relay.url()), keys);
-    let Incoming::Policy { seq, reset, actions } = next(&mut incoming, |i| matches!(i, Incoming::Policy { .. })).await
-    else {
-        panic!()
-    };
-    assert!(reset);
-    let applied = mirror.apply(seq, reset, &actions);
+    let Incoming::Policy(frame) = next(&mut incoming, |i| matches!(i, Incoming::Policy(_))).await else { panic!() };
+    assert!(frame.reset);
+    let applied = mirror.apply(&frame);
     // The mirror names pairs in their canonical order.
     assert!(applied.contains(&AdminAction::Reconnect { a: web.id.clone(), b: api.id.clone() }), "{applied:?}");
     let mut firewall = agentfw_core::firewall::Firewall::restore(firewall_state);
@@ -141,7 +138,7 @@ async fn policy_missed_while_offline_is_undone_by_the_reset() {
     assert!(firewall.quarantine_of(clock::now(), &api.id).is_some());
     assert_eq!(mirror, {
         let mut m = PolicyMirror::new();
-        m.apply(seq, true, &actions);
+        m.apply(&frame);
         m
     });
     client.stop();

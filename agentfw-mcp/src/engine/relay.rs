@@ -10,7 +10,7 @@ use agentfw_core::message::{Agent, AgentId, MessageId};
 use agentfw_core::seal::DeviceId;
 use agentfw_core::time::Timestamp;
 use agentfw_relay::client::{Directory, PolicyMirror};
-use agentfw_relay::protocol::{AgentEntry, DeviceEntry};
+use agentfw_relay::protocol::DirectoryFrame;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Engine, EngineError, Journaled, one_line};
@@ -25,13 +25,6 @@ const MIRROR_KEY: &str = "relay_mirror";
 /// agents on other machines at once, before its link is back (their messages wait in the
 /// outbox), instead of calling them unknown.
 const DIRECTORY_KEY: &str = "relay_directory";
-
-/// The directory as it is kept.
-#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
-struct SavedDirectory {
-    devices: Vec<DeviceEntry>,
-    agents: Vec<AgentEntry>,
-}
 
 /// The engine's relay state. `None` in the engine when no relay is configured.
 #[derive(Debug)]
@@ -68,8 +61,8 @@ impl Engine {
             rows.collect::<Result<_, _>>()?
         };
         let mut directory = Directory::default();
-        match store::meta(&self.db, DIRECTORY_KEY)?.map(|json| serde_json::from_str::<SavedDirectory>(&json)) {
-            Some(Ok(saved)) => directory.apply(true, saved.devices, saved.agents),
+        match store::meta(&self.db, DIRECTORY_KEY)?.map(|json| serde_json::from_str::<DirectoryFrame>(&json)) {
+            Some(Ok(saved)) => directory.apply(saved),
             Some(Err(e)) => {
                 eprintln!("agentfw daemon: ignoring the kept relay directory ({e}); the relay sends it again")
             }
@@ -126,9 +119,10 @@ impl Engine {
                 relay.connected = false;
                 relay.problem = Some(format!("{reason} ({code})"));
             }
-            FromLink::Directory { full, devices, agents } => {
-                relay.directory.apply(full, devices, agents);
-                let saved = SavedDirectory {
+            FromLink::Directory(frame) => {
+                relay.directory.apply(frame);
+                let saved = DirectoryFrame {
+                    full: true,
                     devices: relay.directory.devices.values().cloned().collect(),
                     agents: relay.directory.agents.values().cloned().collect(),
                 };
@@ -156,9 +150,9 @@ impl Engine {
                     eprintln!("agentfw daemon: cannot update the outbox: {}", e.body().message);
                 }
             }
-            FromLink::Policy { seq, reset, actions } => {
+            FromLink::Policy(frame) => {
                 let mut mirror = relay.mirror.clone();
-                let actions = mirror.apply(seq, reset, &actions);
+                let actions = mirror.apply(&frame);
                 if actions.is_empty() && mirror == relay.mirror {
                     return;
                 }

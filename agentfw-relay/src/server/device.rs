@@ -25,8 +25,8 @@ use crate::audit::{AuditRecord, RELAY};
 use crate::clock;
 use crate::policy::Check;
 use crate::protocol::{
-    self, AUTH_CONTEXT, BundleEntry, DeliverFrame, FrameError, SubmitFrame, ToDevice, ToRelay, VERSION, auth_message,
-    codes,
+    self, AUTH_CONTEXT, BundleEntry, DeliverFrame, FrameError, PolicyFrame, SubmitFrame, ToDevice, ToRelay, VERSION,
+    auth_message, codes,
 };
 use crate::store::{DeviceRow, NewMessage, Stored};
 
@@ -309,7 +309,7 @@ impl Conn {
             Err(_) => return,
         };
         self.policy_seq = seq;
-        self.send(&ToDevice::Policy { seq, reset: true, actions });
+        self.send(&ToDevice::Policy(PolicyFrame { seq, reset: true, actions }));
     }
 
     fn on_flags(&mut self, flags: &Flags) {

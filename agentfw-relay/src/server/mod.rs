@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::audit::{AuditRecord, RELAY};
 use crate::clock;
 use crate::policy::{Policy, PolicySnapshot};
-use crate::protocol::{self, AgentEntry, DeviceEntry, ToDevice, WireLimits};
+use crate::protocol::{self, AgentEntry, DeviceEntry, DirectoryFrame, PolicyFrame, ToDevice, WireLimits};
 use crate::store::{AfterCommit, AgentRow, DeviceRow, Note, Store, StoreError, Writer};
 
 pub mod admin;
@@ -467,8 +467,11 @@ impl Shared {
                 }
             }
         }
-        let frame =
-            ToDevice::Directory { full: false, devices: entries, agents: agents.iter().map(agent_entry).collect() };
+        let frame = ToDevice::Directory(DirectoryFrame {
+            full: false,
+            devices: entries,
+            agents: agents.iter().map(agent_entry).collect(),
+        });
         if let Ok(text) = serde_json::to_string(&frame) {
             self.hub.directory(text.into());
         }
@@ -502,16 +505,20 @@ impl Shared {
             chunk_agents.extend(agents);
             if size >= DIRECTORY_CHUNK {
                 let full = frames.is_empty();
-                frames.push(ToDevice::Directory {
+                frames.push(ToDevice::Directory(DirectoryFrame {
                     full,
                     devices: std::mem::take(&mut chunk_devices),
                     agents: std::mem::take(&mut chunk_agents),
-                });
+                }));
                 size = 0;
             }
         }
         if frames.is_empty() || !chunk_devices.is_empty() {
-            frames.push(ToDevice::Directory { full: frames.is_empty(), devices: chunk_devices, agents: chunk_agents });
+            frames.push(ToDevice::Directory(DirectoryFrame {
+                full: frames.is_empty(),
+                devices: chunk_devices,
+                agents: chunk_agents,
+            }));
         }
         frames
     }
@@ -546,7 +553,7 @@ impl Shared {
             if let Ok(mut p) = self.policy.write() {
                 p.apply(seq, at, &actions);
             }
-            let frame = ToDevice::Policy { seq, reset: false, actions };
+            let frame = ToDevice::Policy(PolicyFrame { seq, reset: false, actions });
             if let Ok(text) = serde_json::to_string(&frame) {
                 self.hub.policy(seq, text.into());
             }

@@ -196,15 +196,15 @@ impl Daemon {
             Incoming::Connected { .. } => self.connected += 1,
             Incoming::Disconnected { .. } | Incoming::Notice { .. } => {}
             Incoming::Stopped { code, reason } => panic!("{}: stopped: {code}: {reason}", self.name),
-            Incoming::Policy { seq, reset, actions } => {
-                self.resets += usize::from(reset);
-                for action in self.mirror.apply(seq, reset, &actions) {
+            Incoming::Policy(frame) => {
+                self.resets += usize::from(frame.reset);
+                for action in self.mirror.apply(&frame) {
                     self.input(Input::Admin(action));
                 }
             }
-            Incoming::Directory { full, devices, agents } => {
-                self.directories += usize::from(full);
-                self.directory.apply(full, devices, agents);
+            Incoming::Directory(frame) => {
+                self.directories += usize::from(frame.full);
+                self.directory.apply(frame);
             }
             Incoming::Delivery(delivery) => {
                 let sender = delivery.envelope().header().sender;
