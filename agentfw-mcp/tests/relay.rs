@@ -380,4 +380,12 @@ fn keys_rotate_changes_nothing_when_the_relay_does_not_answer() {
         .filter(|n| n.contains(".key"))
         .collect();
     assert_eq!(keys, ["device.key"], "no backup or pending key is left behind");
+
+    // The new keys of a rotation the relay took but that did not finish are never replaced.
+    std::fs::write(m1.home.join("keys/device.key.next"), "the keys the relay may expect").unwrap();
+    let out = m1.agentfw(&["keys", "rotate"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("an earlier rotation did not finish"), "{}", stderr(&out));
+    let kept = std::fs::read_to_string(m1.home.join("keys/device.key.next")).unwrap();
+    assert_eq!(kept, "the keys the relay may expect");
 }

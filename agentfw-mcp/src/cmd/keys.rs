@@ -111,6 +111,15 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
     let store = KeyStore::open(&home)?;
     let old = store.load()?;
     let relay = relay_url(&home)?;
+    let pending = store.dir.join("device.key.next");
+    if fs::symlink_metadata(&pending).is_ok() {
+        return Err(format!(
+            "an earlier rotation did not finish: `{}` holds the keys it made. If the relay lists this device as \
+             superseded, move that file to `{}`; otherwise delete it. Then run `agentfw keys rotate` again if needed",
+            pending.display(),
+            store.key_file().display()
+        ));
+    }
     // With a relay, no daemon may log in with the old keys while the relay retires them:
     // stop the running one, and hold the daemon lock so that no agent starts another.
     let _lock = match &relay {
@@ -134,7 +143,6 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
     if let Some(url) = &relay {
         // The new keys are on disk before the relay retires the old ones, so that a crash
         // or a full disk after that point cannot leave this device without working keys.
-        let pending = store.dir.join("device.key.next");
         write_private(&pending, next.to_key_file().as_bytes())?;
         if let Err(e) = tell_relay(url, old, &rotation) {
             let _ = fs::remove_file(&pending);
