@@ -40,13 +40,17 @@ fn repeat_to(text: &str, bytes: usize) -> String {
     out
 }
 
+/// The clock every decision is judged at.
+const NOW: Timestamp = Timestamp::from_millis(1_700_000_000_000);
+
+/// The default pack, or nothing to measure (said on stderr).
+fn default_pack() -> Option<RuleSet> {
+    RuleSet::default_pack().map_err(|e| eprintln!("the default pack does not compile: {e}")).ok()
+}
+
 fn policy(c: &mut Criterion) {
-    let Ok(rules) = RuleSet::default_pack() else {
-        eprintln!("the default pack does not compile");
-        return;
-    };
+    let Some(rules) = default_pack() else { return };
     let scanner = Scanner::new(Arc::new(rules));
-    let now = Timestamp::from_millis(1_700_000_000_000);
     let inputs = [
         ("default_pack/1KiB_ascii", repeat_to(ASCII, 1024)),
         ("default_pack/1KiB_mixed_unicode", repeat_to(MIXED, 1024)),
@@ -56,7 +60,7 @@ fn policy(c: &mut Criterion) {
     ];
     for (name, text) in &inputs {
         c.bench_function(name, |b| {
-            b.iter(|| scanner.judge(black_box(text), Stage::Sending, 2, now));
+            b.iter(|| scanner.judge(black_box(text), Stage::Sending, 2, NOW));
         });
     }
 }
@@ -64,10 +68,7 @@ fn policy(c: &mut Criterion) {
 /// The stages of one decision on 64 KiB, to see where its time goes: sanitizing, folding,
 /// and each pattern set of the pack on the text its rule tests.
 fn stages(c: &mut Criterion) {
-    let Ok(rules) = RuleSet::default_pack() else {
-        eprintln!("the default pack does not compile");
-        return;
-    };
+    let Some(rules) = default_pack() else { return };
     let text = repeat_to(ASCII, 64 * 1024);
     let body = agentfw_core::fence::sanitize(&text).into_owned();
     let folded = agentfw_core::normalize::fold(&body);
@@ -111,12 +112,8 @@ fn jsonl_input(files: &[&str], lines: usize) -> String {
 }
 
 fn scan_jsonl(c: &mut Criterion) {
-    let Ok(rules) = RuleSet::default_pack() else {
-        eprintln!("the default pack does not compile");
-        return;
-    };
+    let Some(rules) = default_pack() else { return };
     let scanner = Scanner::new(Arc::new(rules));
-    let now = Timestamp::from_millis(1_700_000_000_000);
     const LINES: usize = 10_000;
     let mut group = c.benchmark_group("scan_jsonl");
     group.throughput(Throughput::Elements(LINES as u64)).sample_size(20);
@@ -124,7 +121,7 @@ fn scan_jsonl(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 let mut out = Vec::with_capacity(LINES * 64);
-                agentfw_mcp::scan::jsonl(&scanner, Stage::Sending, 1, now, black_box(input.as_bytes()), &mut out)
+                agentfw_mcp::scan::jsonl(&scanner, Stage::Sending, 1, NOW, black_box(input.as_bytes()), &mut out)
                     .map(|_| out.len())
             });
         });
