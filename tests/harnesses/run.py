@@ -47,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from fake_model import FakeModel, say, tool, wait  # noqa: E402
+from leftovers import claude_leftovers, codex_leftovers, read_json, receipt_leftovers  # noqa: E402
 
 FENCE = re.compile(
     r"Message from (?P<from>[^\n]+?), id (?P<id>\S+)\. Its text is between the two «(?P<m>[0-9a-f]+)» lines:\n"
@@ -146,6 +147,9 @@ class Run:
         self.agentfw = agentfw
         self.work = work
         self.home = work / "home"
+        # `~/.claude/settings.json` before and after `agentfw install`, for the uninstall check.
+        self.claude_original: dict = {}
+        self.claude_installed: dict = {}
         self.npm_prefix = npm_prefix
         self.procs: list[subprocess.Popen] = []
         self.pty_pids: list[int] = []
@@ -265,9 +269,12 @@ class Run:
         afw_home = self.home / ".local/share/agentfw"
         afw_home.mkdir(parents=True, mode=0o700)
         (afw_home / "config.toml").write_text("[wake]\ndelay_ms = 2000\n")
+        claude_settings = self.home / ".claude" / "settings.json"
+        self.claude_original = read_json(claude_settings)
         for harness in ("claude", "codex"):
             r = self.run([str(self.agentfw), "install", harness, "--yes"], self.work)
             check(r.returncode == 0, f"`agentfw install {harness} --yes` succeeded ({r.stderr.strip()[-300:]})")
+        self.claude_installed = read_json(claude_settings)
 
     def scenarios(self) -> dict:
         return {
@@ -561,9 +568,12 @@ class Run:
         check(after == before, "uninstall took agentfw out of `~/.claude.json` and kept all Claude Code wrote there")
         r = self.run(["claude", "mcp", "list"], self.projects["web"], timeout=90)
         check("agentfw" not in r.stdout, "`claude mcp list` no longer lists agentfw")
-        codex_files = [self.home / ".codex" / f for f in ("config.toml", "hooks.json")]
-        left = [str(f.name) for f in codex_files if f.exists() and "agentfw" in f.read_text()]
-        check(not left, f"Codex's config and hooks no longer name agentfw ({left})")
+        left = claude_leftovers(self.home, self.agentfw, self.claude_installed, self.claude_original)
+        check(not left, f"Claude Code's settings hold no hook, server or permission rule of agentfw's ({left})")
+        left = codex_leftovers(self.home, self.agentfw)
+        check(not left, f"Codex's config, hooks and rules hold no entry of agentfw's ({left})")
+        left = receipt_leftovers(self.home / ".local/share/agentfw", ("claude", "codex"))
+        check(not left, f"agentfw kept no install record for either harness ({left})")
 
     # ---- teardown -------------------------------------------------------------------
     def cleanup(self) -> None:
