@@ -1,0 +1,174 @@
+//! Admin operations: only a person outside agent sessions may run them (unless
+//! `admin.from_agents`); each is journalled as an admin action and snapshotted.
+
+use agentfw_core::admission::{ComponentId, Mode, Ratings};
+use agentfw_core::firewall::AdminAction;
+use agentfw_core::message::AgentId;
+use rusqlite::params;
+use serde_json::Value;
+
+use super::{Cached, Caller, Engine, EngineError, Journaled, done, reply};
+use crate::clock;
+use crate::proto::code;
+use crate::store::{StoreError, ms};
+
+impl Engine {
+    fn require_person(&self, caller: &Caller, what: &str) -> Result<(), EngineError> {
+        match &caller.identity {
+            Ok(identity) if !self.config.admin.from_agents => Err(reply(
+                code::AGENT_ADMIN,
+                format!(
+                    "`agentfw {what}` is an admin command, and this process belongs to the agent session {}: a person must run it in a terminal outside agent sessions",
+                    identity.label
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn admin(&mut self, action: AdminAction) -> Result<(), EngineError> {
+        let now = clock::now();
+        self.tx(|e| {
+            e.apply(now, Journaled::Admin(action))?;
+            e.security_dirty = true;
+            Ok(())
+        })
+    }
+
+    pub(super) fn op_allow(&mut self, caller: &Caller, a: &str, b: &str) -> Result<Value, EngineError> {
+        self.require_person(caller, "allow")?;
+        let (a, b) = (self.find(a, false)?, self.find(b, false)?);
+        self.admin(AdminAction::Allow { a: a.clone(), b: b.clone() })?;
+        let (la, lb) = (self.label(&a), self.label(&b));
+        done(format!("the turn fuse between {la} and {lb} is reset: they may talk again"))
+    }
+
+    pub(super) fn op_lift(&mut self, caller: &Caller, agent: &str) -> Result<Value, EngineError> {
+        self.require_person(caller, "quarantine lift")?;
+        let id = match self.find(agent, false) {
+            Ok(id) => id,
+            // A quarantined agent this daemon never met (e.g. named on a remote path).
+            Err(_) if self.fw.containment().quarantined().any(|(q, _)| q.as_str() == agent.trim()) => {
+                AgentId::new(agent.trim())
+            }
+            Err(e) => return Err(e),
+        };
+        let label = self.label(&id);
+        if self.fw.quarantine_of(clock::now(), &id).is_none() {
+            return Err(reply(code::NOT_FOUND, format!("{label} is not quarantined")));
+        }
+        self.admin(AdminAction::LiftQuarantine { agent: id })?;
+        done(format!("the quarantine of {label} is lifted"))
+    }
+
+    pub(super) fn op_import(
+        &mut self,
+        caller: &Caller,
+        ratings: Ratings,
+        source: &str,
+        notes: &[String],
+    ) -> Result<Value, EngineError> {
+        self.require_person(caller, "admission import")?;
+        let now = clock::now();
+        let unrated = ratings.values().filter(|s| s.is_none()).count();
+        let count = ratings.len();
+        self.tx(|e| {
+            for (id, score) in &ratings {
+                e.db.exec(
+                    "INSERT INTO ratings (component, score, source, at) VALUES (?1, ?2, ?3, ?4)
+                     ON CONFLICT (component) DO UPDATE SET score = ?2, source = ?3, at = ?4",
+                    params![id.as_str(), score.map(|s| s.as_f64()), source, ms(now)],
+                )?;
+                e.ratings.insert(id.clone(), *score);
+            }
+            let agents: Vec<AgentId> = e.sessions.keys().cloned().collect();
+            for agent in agents {
+                e.rate(now, &agent)?;
+            }
+            Ok(())
+        })
+        .inspect_err(|_| {
+            let _ = self.reload_ratings();
+        })?;
+        let mut message = format!("imported {count} rating{} from {source}", if count == 1 { "" } else { "s" });
+        if unrated > 0 {
+            message.push_str(&format!(" ({unrated} unrated: agents loading them are not admitted)"));
+        }
+        for note in notes {
+            message.push_str(&format!("\n  note: {note}"));
+        }
+        done(message)
+    }
+
+    fn reload_ratings(&mut self) -> Result<(), StoreError> {
+        self.ratings.clear();
+        self.load_ratings()
+    }
+
+    pub(super) fn op_mode(&mut self, caller: &Caller, mode: Mode) -> Result<Value, EngineError> {
+        self.require_person(caller, "admission")?;
+        self.admin(AdminAction::SetAdmissionMode { mode })?;
+        done(match mode {
+            Mode::Enforce => "admission is enforced: agents that are not admitted are refused".to_owned(),
+            Mode::Report => {
+                "admission is report-only: everyone is admitted, and what would be refused is recorded".to_owned()
+            }
+            Mode::Off => "admission is off".to_owned(),
+        })
+    }
+
+    pub(super) fn op_except(
+        &mut self,
+        caller: &Caller,
+        component: ComponentId,
+        remove: bool,
+    ) -> Result<Value, EngineError> {
+        self.require_person(caller, "admission except")?;
+        let had = self.fw.admission().config().exceptions.contains(&component);
+        if remove {
+            self.admin(AdminAction::Unexcept { component: component.clone() })?;
+            done(if had {
+                format!("{component} no longer has an exception")
+            } else {
+                format!("{component} had no exception")
+            })
+        } else {
+            self.admin(AdminAction::Except { component: component.clone() })?;
+            done(if had {
+                format!("{component} already has an exception")
+            } else {
+                format!("{component} is excused: it no longer keeps agents out (the threshold stays)")
+            })
+        }
+    }
+
+    pub(super) fn op_reload(&mut self, caller: &Caller) -> Result<Value, EngineError> {
+        self.require_person(caller, "rules reload")?;
+        self.reload_rules();
+        match &self.rules_info.error {
+            None => done(format!("{} rules in force", self.rules_info.rules)),
+            Some(e) => Err(reply(
+                code::BAD_REQUEST,
+                format!("the rule files do not compile; the last good rules stay in force:\n{e}"),
+            )),
+        }
+    }
+
+    pub(super) fn op_shutdown(&mut self, caller: &Caller) -> Result<Value, EngineError> {
+        self.require_person(caller, "daemon stop")?;
+        self.stop = true;
+        done("the daemon is stopping".to_owned())
+    }
+
+    pub(super) fn load_ratings(&mut self) -> Result<(), StoreError> {
+        let mut stmt = self.db.prepare_cached("SELECT component, score FROM ratings")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<f64>>(1)?)))?;
+        for row in rows {
+            let (component, score) = row?;
+            let Ok(id) = ComponentId::new(component) else { continue };
+            let score = score.and_then(|s| agentfw_core::admission::Score::new(s).ok());
+            self.ratings.insert(id, score);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,68 @@
+//! Harness hooks: a session start names the harness's session (ID4), a person's prompt
+//! resets the turn fuse (LM2) unless it is agentfw's own wake-up.
+
+use rusqlite::params;
+use serde_json::Value;
+
+use super::{Cached, Caller, Engine, EngineError, Journaled, check_token, done, reply};
+use crate::clock;
+use crate::proto::{HookEvent, code};
+use crate::store::ms;
+
+impl Engine {
+    pub(super) fn op_hook(
+        &mut self,
+        caller: &Caller,
+        harness: &str,
+        event: HookEvent,
+        session_id: Option<&str>,
+        prompt: Option<&str>,
+    ) -> Result<Value, EngineError> {
+        let me = self.session_for(caller)?;
+        let now = clock::now();
+        match event {
+            HookEvent::SessionStart => {
+                let Some(session_id) = session_id.map(str::trim).filter(|s| !s.is_empty()) else {
+                    return done("no session id given".to_owned());
+                };
+                check_token(session_id, "session_id")?;
+                let Some(s) = self.sessions.get_mut(&me) else { return Err(reply(code::INTERNAL, "session vanished")) };
+                // The hook's own ancestry resolved to this session's process (ID4): the id
+                // refines it. For Codex it is the thread id that `codex queue` wakes.
+                let mut refined = s.identity.clone();
+                if let Err(e) = refined.refine(session_id, "hook") {
+                    return Err(reply(code::BAD_REQUEST, e.to_string()));
+                }
+                if s.identity.agent == "codex" || harness == "codex" {
+                    s.thread_id = Some(session_id.to_owned());
+                }
+                if !s.identity.shared_host {
+                    s.identity.session = refined.session;
+                }
+                let label = s.agent.label();
+                let thread = s.thread_id.clone();
+                let identity = serde_json::to_string(&s.identity)?;
+                self.db.exec(
+                    "UPDATE sessions SET session_id = ?2, thread_id = ?3, identity = ?4, last_seen = ?5 WHERE agent_id = ?1",
+                    params![me.as_str(), session_id, thread, identity, ms(now)],
+                )?;
+                if self.waiting(&me)? > 0 {
+                    self.schedule_wake(&me);
+                }
+                done(format!("{label}: {harness} session {session_id} recorded"))
+            }
+            HookEvent::UserPromptSubmit => {
+                let Some(s) = self.sessions.get_mut(&me) else { return Err(reply(code::INTERNAL, "session vanished")) };
+                if let Some(prompt) = prompt
+                    && s.wake.nonces.iter().any(|(nonce, _)| prompt.contains(nonce.as_str()))
+                {
+                    return done("a wake-up from agentfw, not a person: the turn fuse is not reset".to_owned());
+                }
+                let label = s.agent.label();
+                let id = me.clone();
+                self.tx(|e| e.apply(now, Journaled::HumanTurn(id)).map(|_| ()))?;
+                done(format!("a person spoke in {label}: its turn fuse is reset"))
+            }
+        }
+    }
+}

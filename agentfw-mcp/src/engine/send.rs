@@ -1,0 +1,116 @@
+//! `send`: a message through the firewall's sending checks into its recipient's inbox, or
+//! the outbox for another device; each outcome kept by the client's key for a retry.
+
+use agentfw_core::firewall::{Outgoing, Output, Refusal};
+use agentfw_core::message::MessageId;
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Cached, Caller, Engine, EngineError, Journaled, check_token, reply};
+use crate::clock;
+use crate::proto::{ErrorBody, RefusalInfo, SendResult, code};
+use crate::store::ms;
+
+/// A stored send outcome, for keyed retries.
+#[derive(Serialize, Deserialize)]
+pub(super) enum Outcome {
+    Sent(SendResult),
+    Failed(ErrorBody),
+}
+
+impl Engine {
+    pub(super) fn op_send(
+        &mut self,
+        caller: &Caller,
+        to: &str,
+        text: String,
+        reply_to: Option<&str>,
+        key: Option<String>,
+    ) -> Result<Value, EngineError> {
+        let me = self.session_for(caller)?;
+        if let Some(key) = &key {
+            check_token(key, "key")?;
+            let stored: Option<String> = self
+                .db
+                .query_row("SELECT outcome FROM sends WHERE sender = ?1 AND key = ?2", params![me.as_str(), key], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if let Some(stored) = stored {
+                return match serde_json::from_str::<Outcome>(&stored)? {
+                    Outcome::Sent(r) => Ok(serde_json::to_value(r)?),
+                    Outcome::Failed(e) => Err(EngineError::Reply(e)),
+                };
+            }
+        }
+        let recipient = self.find(to, true)?;
+        let reply_to = match reply_to.map(str::trim).filter(|r| !r.is_empty()) {
+            None => None,
+            Some(r) => Some(r.parse::<MessageId>().map_err(|e| reply(code::BAD_REQUEST, format!("`reply_to`: {e}")))?),
+        };
+        let to_agent = self.sessions.get(&recipient).map(|s| s.agent.clone()).or_else(|| self.remote_agent(&recipient));
+        let (Some(from), Some(to_agent)) = (self.sessions.get(&me), to_agent) else {
+            return Err(reply(code::INTERNAL, "session vanished"));
+        };
+        let outgoing = Outgoing { from: from.agent.clone(), to: to_agent, body: text, reply_to };
+        let now = clock::now();
+        if let Some(body) = self.trust_refuses_send(now, &me, &outgoing, key.as_deref())? {
+            return Err(EngineError::Reply(body));
+        }
+        let outcome = self.tx(|e| {
+            let mut out = e.apply(now, Journaled::Send(outgoing.clone()))?;
+            if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
+                out = e.apply(now, Journaled::Send(outgoing.clone()))?;
+            }
+            e.run_refreshes(now)?;
+            let outcome = match out {
+                Output::Accepted { message, warnings } => {
+                    if !e.outbox(now, &message)? {
+                        e.enqueue(now, &message, &warnings)?;
+                        e.accepted_for.push(message.to.id.clone());
+                    }
+                    Outcome::Sent(SendResult {
+                        id: message.id.to_string(),
+                        thread: message.thread.to_string(),
+                        from: message.from.label(),
+                        to: message.to.label(),
+                        to_id: message.to.id.to_string(),
+                        hops: message.provenance.hops,
+                        warnings: warnings.iter().map(|w| w.text.clone()).collect(),
+                    })
+                }
+                Output::Refused(r) => {
+                    e.security_dirty = true;
+                    Outcome::Failed(refused(&r))
+                }
+                other => {
+                    Outcome::Failed(ErrorBody::new(code::INTERNAL, format!("unexpected firewall output: {other:?}")))
+                }
+            };
+            if let Some(key) = &key {
+                e.db.exec(
+                    "INSERT INTO sends (sender, key, at, outcome) VALUES (?1, ?2, ?3, ?4)",
+                    params![me.as_str(), key, ms(now), serde_json::to_string(&outcome)?],
+                )?;
+            }
+            Ok(outcome)
+        })?;
+        match outcome {
+            Outcome::Sent(r) => Ok(serde_json::to_value(r)?),
+            Outcome::Failed(e) => Err(EngineError::Reply(e)),
+        }
+    }
+}
+
+fn refused(r: &Refusal) -> ErrorBody {
+    ErrorBody {
+        code: code::REFUSED.to_owned(),
+        message: r.message(),
+        refusal: Some(RefusalInfo {
+            code: r.reason.code.clone(),
+            rule: r.reason.rule.clone(),
+            id: Some(r.id.to_string()),
+        }),
+    }
+}

@@ -1,0 +1,256 @@
+//! Agent sessions: registered on first sight from the caller's identity, kept in `sessions`,
+//! found by id, label or project; their components listed and rated for admission (AD1, AD5).
+
+use std::path::{Path, PathBuf};
+
+use agentfw_core::admission::{Component, ComponentId};
+use agentfw_core::firewall::AdminAction;
+use agentfw_core::identity::Identity;
+use agentfw_core::message::{Agent, AgentId};
+use agentfw_core::time::Timestamp;
+use rusqlite::params;
+
+use super::waking::WakeState;
+use super::{Cached, Caller, Engine, EngineError, Journaled, one_line, reply};
+use crate::clock;
+use crate::components;
+use crate::procfs;
+use crate::proto::code;
+use crate::store::{StoreError, ms};
+
+#[derive(Debug)]
+pub(super) struct Session {
+    pub(super) identity: Identity,
+    pub(super) agent: Agent,
+    pub(super) thread_id: Option<String>,
+    pub(super) project_dir: Option<String>,
+    pub(super) home: Option<String>,
+    pub(super) codex_home: Option<String>,
+    pub(super) claude_wake: Option<(PathBuf, String)>,
+    pub(super) components: Option<Vec<ComponentId>>,
+    pub(super) components_error: Option<String>,
+    pub(super) last_seen: Timestamp,
+    pub(super) wake: WakeState,
+    /// The last inbox batch that delivered something: its text is erased when the next
+    /// batch is asked for. `None` after a restart until the first read, which then clears
+    /// every older batch.
+    pub(super) last_batch: Option<String>,
+    pub(super) cleared: bool,
+}
+
+impl Engine {
+    pub(super) fn load_sessions(&mut self) -> Result<(), StoreError> {
+        let mut stmt = self.db.prepare_cached("SELECT identity, thread_id, last_seen FROM sessions")?;
+        let rows =
+            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, i64>(2)?)))?;
+        let mut loaded = Vec::new();
+        for row in rows {
+            let (identity, thread_id, last_seen) = row?;
+            let Ok(identity) = serde_json::from_str::<Identity>(&identity) else { continue };
+            loaded.push((identity, thread_id, last_seen));
+        }
+        drop(stmt);
+        for (identity, thread_id, last_seen) in loaded {
+            let agent = identity.to_agent();
+            let session = Session {
+                agent: agent.clone(),
+                identity,
+                thread_id,
+                project_dir: None,
+                home: None,
+                codex_home: None,
+                claude_wake: None,
+                components: None,
+                components_error: None,
+                last_seen: Timestamp::from_millis(u64::try_from(last_seen).unwrap_or(0)),
+                wake: WakeState::default(),
+                last_batch: None,
+                cleared: false,
+            };
+            self.sessions.insert(agent.id, session);
+        }
+        Ok(())
+    }
+
+    /// The caller's session, registered on first sight.
+    pub(super) fn session_for(&mut self, caller: &Caller) -> Result<AgentId, EngineError> {
+        let identity = caller
+            .identity
+            .as_ref()
+            .map_err(|why| reply(code::NOT_AGENT, format!("agentfw cannot tell which agent session this is: {why}")))?;
+        let now = clock::now();
+        let id = identity.agent_id();
+        let claude_wake =
+            match (caller.env.get("CLAUDE_CODE_MESSAGING_SOCKET"), caller.env.get("CLAUDE_CODE_MESSAGING_TOKEN")) {
+                (Some(socket), Some(token)) if socket.starts_with('/') && !token.is_empty() => {
+                    Some((PathBuf::from(socket), token.clone()))
+                }
+                _ => None,
+            };
+        let fresh = !self.sessions.contains_key(&id);
+        if fresh {
+            let identity_json = serde_json::to_string(identity)?;
+            self.db.exec(
+                "INSERT INTO sessions (agent_id, identity, session_id, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)
+                 ON CONFLICT (agent_id) DO UPDATE SET identity = ?2, last_seen = ?4",
+                params![id.as_str(), identity_json, identity.session.as_ref().map(|s| s.id.as_str()), ms(now)],
+            )?;
+            let session = Session {
+                agent: identity.to_agent(),
+                identity: identity.clone(),
+                thread_id: None,
+                project_dir: None,
+                home: None,
+                codex_home: None,
+                claude_wake: None,
+                components: None,
+                components_error: None,
+                last_seen: now,
+                wake: WakeState::default(),
+                last_batch: None,
+                cleared: false,
+            };
+            self.sessions.insert(id.clone(), session);
+        }
+        let Some(s) = self.sessions.get_mut(&id) else {
+            return Err(reply(code::INTERNAL, "session vanished"));
+        };
+        s.last_seen = now;
+        if caller.project_dir.is_some() {
+            s.project_dir.clone_from(&caller.project_dir);
+        }
+        if let Some(home) = caller.env.get("HOME") {
+            s.home = Some(home.clone());
+        }
+        if let Some(codex_home) = caller.env.get("CODEX_HOME") {
+            s.codex_home = Some(codex_home.clone());
+        }
+        if claude_wake.is_some() {
+            s.claude_wake = claude_wake;
+        }
+        if s.components.is_none() && s.components_error.is_none() {
+            // Components are listed once per session (and again on an admission refresh),
+            // so `team` shows "would refuse" before the first message.
+            let agent = s.agent.clone();
+            self.tx(|e| e.refresh_admission(now, &agent))?;
+        }
+        Ok(id)
+    }
+
+    /// List `agent`'s components from its harness files, rate them, and give them to the
+    /// firewall (AD1, AD5). Runs inside a transaction.
+    fn refresh_admission(&mut self, now: Timestamp, agent: &Agent) -> Result<(), EngineError> {
+        let Some(s) = self.sessions.get_mut(&agent.id) else { return Ok(()) };
+        let home = s.home.as_deref().map(Path::new);
+        let codex_home = s.codex_home.as_deref().map(Path::new);
+        let project = s.project_dir.as_deref().or(s.identity.cwd.as_deref()).map(Path::new);
+        let at = components::Where { kind: &s.identity.agent, home, codex_home, project };
+        match components::collect(&at) {
+            Ok(list) => {
+                s.components = Some(list.clone());
+                s.components_error = None;
+                self.relay_components(agent, &list);
+            }
+            Err(e) => {
+                eprintln!("agentfw daemon: cannot list the components of {}: {e}", s.agent.label());
+                s.components = None;
+                s.components_error = Some(e);
+                return Ok(());
+            }
+        }
+        self.rate(now, &agent.id)
+    }
+
+    /// Give the firewall `agent`'s components with today's ratings.
+    pub(super) fn rate(&mut self, now: Timestamp, agent: &AgentId) -> Result<(), EngineError> {
+        let Some(list) = self.sessions.get(agent).and_then(|s| s.components.clone()) else { return Ok(()) };
+        let components: Vec<Component> = list
+            .into_iter()
+            .map(|id| {
+                let score = self.ratings.get(&id).copied().flatten();
+                Component { id, score }
+            })
+            .collect();
+        let action = AdminAction::SetComponents { agent: agent.as_str().to_owned(), components };
+        self.apply(now, Journaled::Admin(action))?;
+        Ok(())
+    }
+
+    /// Refresh the agents the firewall asked about (AD5).
+    pub(super) fn run_refreshes(&mut self, now: Timestamp) -> Result<bool, EngineError> {
+        let agents = std::mem::take(&mut self.refreshes);
+        let any = !agents.is_empty();
+        for agent in agents {
+            self.refresh_admission(now, &agent)?;
+        }
+        Ok(any)
+    }
+
+    pub(super) fn alive(&self, s: &Session) -> bool {
+        procfs::alive(s.identity.pid, s.identity.started_at, &self.clock)
+    }
+
+    /// The session `to` names: an agent id, a label, or a project name; live ones first.
+    pub(super) fn find(&self, to: &str, live_only: bool) -> Result<AgentId, EngineError> {
+        let to = to.trim();
+        let id = AgentId::new(to);
+        if let Some(s) = self.sessions.get(&id) {
+            if live_only && !self.alive(s) {
+                return Err(gone(s));
+            }
+            return Ok(id);
+        }
+        let by_label: Vec<&Session> =
+            self.sessions.values().filter(|s| s.agent.label().eq_ignore_ascii_case(to)).collect();
+        let candidates = if by_label.is_empty() && !to.contains('(') {
+            self.sessions.values().filter(|s| s.agent.project.eq_ignore_ascii_case(to)).collect()
+        } else {
+            by_label
+        };
+        if candidates.is_empty() {
+            if let Some(remote) = self.find_remote(to)? {
+                return Ok(remote);
+            }
+            return Err(reply(
+                code::UNKNOWN_RECIPIENT,
+                format!(
+                    "there is no agent `{}` on this machine; call list_team (or run `agentfw team`) to see who is reachable, and use a label such as `api (codex)` or an agent id",
+                    one_line(to)
+                ),
+            ));
+        }
+        let live: Vec<&&Session> = candidates.iter().filter(|s| self.alive(s)).collect();
+        match (live.as_slice(), live_only) {
+            ([one], _) => Ok(one.agent.id.clone()),
+            ([], true) => Err(candidates.first().map_or_else(|| reply(code::GONE_RECIPIENT, "gone"), |s| gone(s))),
+            ([], false) => Ok(candidates.first().map(|s| s.agent.id.clone()).unwrap_or(id)),
+            (many, _) => {
+                let ids: Vec<String> = many.iter().map(|s| s.agent.id.to_string()).collect();
+                Err(reply(
+                    code::AMBIGUOUS_RECIPIENT,
+                    format!(
+                        "`{}` names {} live sessions: {}; use one of these agent ids",
+                        one_line(to),
+                        many.len(),
+                        ids.join(", ")
+                    ),
+                ))
+            }
+        }
+    }
+
+    pub(super) fn label(&self, id: &AgentId) -> String {
+        self.sessions.get(id).map_or_else(|| id.to_string(), |s| s.agent.label())
+    }
+}
+
+fn gone(s: &Session) -> EngineError {
+    reply(
+        code::GONE_RECIPIENT,
+        format!(
+            "{} ({}) is gone: its session has ended, so nothing can be delivered to it; call list_team to see who is reachable, or ask your user",
+            s.agent.label(),
+            s.agent.id
+        ),
+    )
+}

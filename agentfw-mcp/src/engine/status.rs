@@ -1,0 +1,205 @@
+//! What the daemon shows: `hello`, `team`, `status` and the audit log (AM4).
+
+use agentfw_core::admission::Mode;
+use agentfw_core::message::AgentId;
+use agentfw_core::time::Timestamp;
+use serde_json::Value;
+
+use super::sessions::Session;
+use super::{Cached, Caller, Engine, EngineError, version};
+use crate::clock;
+use crate::proto::{
+    self, AgentView, AuditQuery, AuditRecord, AuditResult, Contained, DaemonInfo, HelloResult, QuarantineView,
+    StatusResult, TeamResult, code,
+};
+
+/// Gone sessions stay in `team` this long.
+const GONE_SHOWN_MS: u64 = 24 * 3600 * 1000;
+
+impl Engine {
+    pub(super) fn op_hello(&mut self, caller: &Caller) -> Result<Value, EngineError> {
+        let (you, not_agent) = match self.session_for(caller) {
+            Ok(id) => (self.sessions.get(&id).map(|s| self.view(s, Some(&id), clock::now())), None),
+            Err(EngineError::Reply(e)) if e.code == code::NOT_AGENT => (None, Some(e.message)),
+            Err(e) => return Err(e),
+        };
+        let hello = HelloResult { protocol: proto::VERSION, daemon: version(), you, not_agent };
+        Ok(serde_json::to_value(hello)?)
+    }
+
+    fn view(&self, s: &Session, me: Option<&AgentId>, now: Timestamp) -> AgentView {
+        let admission = self.fw.admission();
+        let verdict = match admission.mode() {
+            Mode::Off => None,
+            mode => {
+                let e = admission.evaluate_agent(&s.agent);
+                e.refused.as_ref().map(|why| {
+                    let verb = if mode == Mode::Report { "would refuse" } else { "refused" };
+                    format!("{verb}: not admitted to the network: {why}")
+                })
+            }
+        };
+        AgentView {
+            id: s.agent.id.to_string(),
+            label: s.agent.label(),
+            agent: s.agent.kind.clone(),
+            project: s.agent.project.clone(),
+            pid: s.identity.pid,
+            started_at: s.identity.started_at.as_millis(),
+            live: self.alive(s),
+            you: me == Some(&s.agent.id),
+            verified: s.identity.verified,
+            unverified: s.identity.unverified.as_ref().map(ToString::to_string),
+            session: s.identity.session.as_ref().map(|x| x.id.clone()).or_else(|| s.thread_id.clone()),
+            contained: self
+                .fw
+                .quarantine_of(now, &s.agent.id)
+                .map(|q| Contained { until: q.until.as_millis(), reason: q.reason.clone() }),
+            admission: verdict,
+            components_error: s.components_error.clone(),
+            wake: s.channel().map(|c| c.describe().to_owned()),
+            last_seen: s.last_seen.as_millis(),
+            machine: None,
+        }
+    }
+
+    fn team(&self, me: Option<&AgentId>) -> Vec<AgentView> {
+        let now = clock::now();
+        let mut views: Vec<AgentView> = self
+            .sessions
+            .values()
+            .map(|s| self.view(s, me, now))
+            .filter(|v| v.live || now.as_millis().saturating_sub(v.last_seen) < GONE_SHOWN_MS)
+            .collect();
+        views.extend(self.remote_views(now));
+        views.sort_by(|a, b| b.live.cmp(&a.live).then_with(|| a.label.cmp(&b.label)).then_with(|| a.id.cmp(&b.id)));
+        views
+    }
+
+    pub(super) fn op_team(&mut self, caller: &Caller) -> Result<Value, EngineError> {
+        let me = self.session_for(caller).ok();
+        let you = me.as_ref().and_then(|id| self.sessions.get(id)).map(|s| s.agent.label());
+        let result = TeamResult {
+            you,
+            admission_mode: mode_name(self.fw.admission().mode()).to_owned(),
+            agents: self.team(me.as_ref()),
+        };
+        Ok(serde_json::to_value(result)?)
+    }
+
+    pub(super) fn op_status(&mut self, caller: &Caller) -> Result<Value, EngineError> {
+        let me = self.session_for(caller).ok();
+        let now = clock::now();
+        let team = self.team(me.as_ref());
+        let pending: i64 = self.db.row("SELECT COUNT(*) FROM inbox WHERE state = 'pending'", [], |r| r.get(0))?;
+        let quarantined = self
+            .fw
+            .containment()
+            .quarantined()
+            .filter(|(_, q)| q.until > now)
+            .map(|(agent, q)| QuarantineView {
+                agent: agent.to_string(),
+                label: self.sessions.get(agent).map_or_else(|| agent.to_string(), |s| s.agent.label()),
+                until: q.until.as_millis(),
+                reason: q.reason.clone(),
+            })
+            .collect();
+        let admission = self.fw.admission();
+        let db_bytes = std::fs::metadata(self.home.db()).map(|m| m.len()).unwrap_or(0)
+            + std::fs::metadata(self.home.db().with_extension("db-wal")).map(|m| m.len()).unwrap_or(0);
+        let result = StatusResult {
+            daemon: DaemonInfo {
+                pid: std::process::id(),
+                version: version(),
+                protocol: proto::VERSION,
+                home: self.home.dir.display().to_string(),
+                socket: self.home.socket.display().to_string(),
+                started_at: self.started_at.as_millis(),
+                db_bytes,
+            },
+            sessions_live: team.iter().filter(|v| v.live && v.machine.is_none()).count(),
+            sessions_total: self.sessions.len(),
+            inbox_pending: u64::try_from(pending).unwrap_or(0),
+            quarantined,
+            remembered_texts: self.fw.containment().remembered().count(),
+            admission: proto::AdmissionInfo {
+                mode: mode_name(admission.mode()).to_owned(),
+                threshold: admission.threshold().as_f64(),
+                exceptions: admission.config().exceptions.iter().map(ToString::to_string).collect(),
+                ratings: self.ratings.len(),
+            },
+            rules: self.rules_info.clone(),
+            relay: self.relay_info()?,
+            team,
+        };
+        Ok(serde_json::to_value(result)?)
+    }
+
+    pub(super) fn op_audit(&mut self, q: &AuditQuery) -> Result<Value, EngineError> {
+        let limit = i64::from(q.limit.unwrap_or(1000).clamp(1, 10_000));
+        let mut sql = String::from(
+            "SELECT seq, at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified
+             FROM audit WHERE seq > ?1 AND at >= ?2",
+        );
+        let mut args: Vec<Value> = vec![
+            Value::from(q.after.unwrap_or(0)),
+            Value::from(i64::try_from(q.since.unwrap_or(0)).unwrap_or(i64::MAX)),
+        ];
+        for (field, value) in [("from", &q.from), ("to", &q.to)] {
+            if let Some(v) = value {
+                let n = args.len();
+                sql.push_str(&format!(
+                    " AND ({field}_id = ?{a} OR {field}_label = ?{a} COLLATE NOCASE OR {field}_label LIKE ?{b} ESCAPE '\\')",
+                    a = n + 1,
+                    b = n + 2
+                ));
+                let escaped = v.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+                args.push(Value::from(v.clone()));
+                args.push(Value::from(format!("{escaped} (%")));
+            }
+        }
+        sql.push_str(&format!(" ORDER BY seq LIMIT {limit}"));
+        let mut stmt = self.db.prepare(&sql)?;
+        let params: Vec<Box<dyn rusqlite::ToSql>> = args
+            .into_iter()
+            .map(|v| -> Box<dyn rusqlite::ToSql> {
+                match v {
+                    Value::Number(n) => Box::new(n.as_i64().unwrap_or(0)),
+                    Value::String(s) => Box::new(s),
+                    _ => Box::new(rusqlite::types::Null),
+                }
+            })
+            .collect();
+        let records: Vec<AuditRecord> = stmt
+            .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                Ok(AuditRecord {
+                    seq: r.get(0)?,
+                    at: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                    id: r.get(2)?,
+                    stage: r.get(3)?,
+                    from: r.get(4)?,
+                    from_label: r.get(5)?,
+                    to: r.get(6)?,
+                    to_label: r.get(7)?,
+                    size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
+                    hops: r.get(9)?,
+                    verdict: r.get(10)?,
+                    code: r.get(11)?,
+                    rule: r.get(12)?,
+                    reason: r.get(13)?,
+                    unverified: r.get(14)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let next = (i64::try_from(records.len()).unwrap_or(0) == limit).then(|| records.last().map_or(0, |r| r.seq));
+        Ok(serde_json::to_value(AuditResult { records, next })?)
+    }
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Off => "off",
+        Mode::Report => "report",
+        Mode::Enforce => "enforce",
+    }
+}

@@ -1,0 +1,108 @@
+//! Time passing: the firewall's timeouts, wake-ups, snapshots, rule reloads and retention,
+//! run by the daemon's loop between requests, and the final snapshot.
+
+use agentfw_core::message::AgentId;
+use agentfw_core::time::Timestamp;
+use rusqlite::params;
+
+use super::journal::{SNAPSHOT_AFTER_MS, SNAPSHOT_EVERY};
+use super::rules::stamp;
+use super::{Cached, Engine, Journaled};
+use crate::clock;
+use crate::store::{StoreError, ms};
+
+impl Engine {
+    /// Run what is due: firewall timeouts, wake-ups, snapshots, rule reloads, retention.
+    /// Returns how long the caller may sleep.
+    pub fn tick(&mut self) -> std::time::Duration {
+        let now = clock::now();
+        // At most one timeout input per 100 ms, so that a deadline the firewall cannot clear
+        // (a clock stepped backwards) never spins the journal.
+        if self.fw.poll_timeout().is_some_and(|t| t <= now) && now >= self.next_timeout {
+            self.next_timeout = now + std::time::Duration::from_millis(100);
+            if let Err(e) = self.tx(|e| e.apply(now, Journaled::Timeout).map(|_| ())) {
+                eprintln!("agentfw daemon: timeout processing failed: {}", e.body());
+            }
+        }
+        self.run_wakes(now);
+        self.relay_announce(now);
+        let snapshot_due = self.journal_rows >= SNAPSHOT_EVERY
+            || (self.journal_rows > 0
+                && now.as_millis().saturating_sub(self.last_snapshot.as_millis()) >= SNAPSHOT_AFTER_MS);
+        if snapshot_due && let Err(e) = self.tx(|e| e.snapshot_in_tx(now)) {
+            eprintln!("agentfw daemon: cannot write a snapshot: {}", e.body());
+        }
+        if now >= self.next_rules_check {
+            self.next_rules_check = now + std::time::Duration::from_secs(2);
+            if stamp(&self.home.rules()) != self.rules_stamp {
+                self.reload_rules();
+            }
+            if !self.home.dir.exists() {
+                eprintln!("agentfw daemon: the home `{}` is gone; stopping", self.home.dir.display());
+                self.stop = true;
+            }
+        }
+        if now >= self.next_housekeeping {
+            self.next_housekeeping = now + std::time::Duration::from_secs(3600);
+            if let Err(e) = self.housekeeping(now) {
+                eprintln!("agentfw daemon: housekeeping failed: {e}");
+            }
+        }
+        let mut next = now + std::time::Duration::from_secs(1);
+        if let Some(t) = self.fw.poll_timeout() {
+            next = next.min(t.max(self.next_timeout));
+        }
+        for s in self.sessions.values() {
+            if let Some(t) = s.wake.scheduled {
+                next = next.min(t);
+            }
+        }
+        next.since(now).max(std::time::Duration::from_millis(1))
+    }
+
+    /// Retention: audit older than `audit.retention_days` (AM4), send outcomes and finished
+    /// inbox rows older than a day, waiting rows for sessions gone for a week.
+    fn housekeeping(&mut self, now: Timestamp) -> Result<(), StoreError> {
+        let day = 24 * 3600 * 1000_i64;
+        let now_ms = ms(now);
+        let keep = i64::try_from(self.config.audit.retention_days).unwrap_or(i64::MAX / day).saturating_mul(day);
+        let pruned = self.db.exec("DELETE FROM audit WHERE at < ?1", [now_ms.saturating_sub(keep)])?;
+        self.db.exec("DELETE FROM sends WHERE at < ?1", [now_ms - day])?;
+        self.db.exec("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [now_ms - day])?;
+        let gone: Vec<AgentId> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| {
+                !self.alive(s) && now.as_millis().saturating_sub(s.last_seen.as_millis()) > 7 * 24 * 3600 * 1000
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            self.db.exec("DELETE FROM inbox WHERE recipient = ?1", [id.as_str()])?;
+            self.db.exec("DELETE FROM sessions WHERE agent_id = ?1", [id.as_str()])?;
+            self.sessions.remove(&id);
+        }
+        if pruned > 0 {
+            eprintln!(
+                "agentfw daemon: pruned {pruned} audit records older than {} days",
+                self.config.audit.retention_days
+            );
+        }
+        Ok(())
+    }
+
+    /// Final snapshot before stopping.
+    pub fn shutdown(&mut self) {
+        let now = clock::now();
+        if self.journal_rows > 0
+            && let Err(e) = self.tx(|e| e.snapshot_in_tx(now))
+        {
+            eprintln!("agentfw daemon: cannot write the final snapshot: {}", e.body());
+        }
+        for (id, s) in &self.sessions {
+            let _ = self
+                .db
+                .exec("UPDATE sessions SET last_seen = ?2 WHERE agent_id = ?1", params![id.as_str(), ms(s.last_seen)]);
+        }
+    }
+}
