@@ -11,7 +11,8 @@
 //! - **One engine thread** owns the firewall and the database ([`crate::engine`]); socket
 //!   tasks hand it requests and wait for its answer. It also runs the firewall's timeouts
 //!   (`Input::Timeout` when `poll_timeout` falls due), snapshots, rule reloads, retention
-//!   and wake-ups.
+//!   and wake-ups. The loop reads the clock for each request and tick and hands the time to
+//!   the engine, which never reads it itself.
 //! - It stops on SIGTERM/SIGINT, on `shutdown` from a person, or when its home is deleted
 //!   (so a test's temporary home never leaves a daemon behind), after a final snapshot.
 
@@ -33,7 +34,7 @@ use crate::procfs::{self, ProcClock};
 use crate::proto::{self, ErrorBody, Op, Response, code};
 use crate::relay_link::{self, FromLink};
 use crate::store::StoreError;
-use crate::wake;
+use crate::{clock, wake};
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -101,8 +102,8 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
         })
         .map_err(DaemonError::Runtime)?;
     let config_relay = config.relay.clone();
-    let mut engine = Engine::open(home.clone(), config, Some(wake_tx))?;
-    let clock = engine.proc_clock();
+    let mut engine = Engine::open(home.clone(), config, Some(wake_tx), clock::now())?;
+    let proc_clock = engine.proc_clock();
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -139,14 +140,14 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
         .name("agentfw-engine".into())
         .spawn(move || {
             loop {
-                let wait = engine.tick();
+                let wait = engine.tick(clock::now());
                 if engine.should_stop() {
                     break;
                 }
                 match jobs_rx.recv_timeout(wait) {
-                    Ok(Work::Relay(news)) => engine.relay_input(news),
+                    Ok(Work::Relay(news)) => engine.relay_input(clock::now(), news),
                     Ok(Work::Request(job)) => {
-                        let answer = engine.handle(&job.caller, job.op);
+                        let answer = engine.handle(clock::now(), &job.caller, job.op);
                         let _ = job.reply.send(answer);
                         if engine.should_stop() {
                             break;
@@ -156,12 +157,12 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
                     Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             }
-            engine.shutdown();
+            engine.shutdown(clock::now());
             engine_stopped.notify_one();
         })
         .map_err(DaemonError::Runtime)?;
 
-    runtime.block_on(serve(listener, jobs_tx, resolver, clock, Arc::clone(&stopped)));
+    runtime.block_on(serve(listener, jobs_tx, resolver, proc_clock, Arc::clone(&stopped)));
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     let _ = engine_thread.join();
     let _ = std::fs::remove_file(&home.socket);

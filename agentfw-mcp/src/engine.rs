@@ -209,6 +209,7 @@ impl Engine {
         home: Home,
         config: DaemonConfig,
         wake_tx: Option<std::sync::mpsc::Sender<wake::Job>>,
+        now: Timestamp,
     ) -> Result<Self, StoreError> {
         let db = store::open(&home.db(), &config.storage)?;
         let proc_clock = stable_clock(&db)?;
@@ -232,7 +233,6 @@ impl Engine {
         let trust = Trust::new(&home.dir);
         let rules = Arc::new(Reloadable::new(first));
         let fw = Firewall::new(config.firewall.clone());
-        let now = clock::now();
         let mut engine = Self {
             home,
             config,
@@ -277,21 +277,21 @@ impl Engine {
     }
 
     /// Handle one request from `caller`.
-    pub fn handle(&mut self, caller: &Caller, op: Op) -> Result<Value, ErrorBody> {
+    pub fn handle(&mut self, now: Timestamp, caller: &Caller, op: Op) -> Result<Value, ErrorBody> {
         let result = match op {
-            Op::Hello { client: _ } => self.op_hello(caller),
-            Op::Send { to, text, reply_to, key } => self.op_send(caller, &to, text, reply_to.as_deref(), key),
-            Op::Inbox { batch } => self.op_inbox(caller, batch),
-            Op::Team {} => self.op_team(caller),
-            Op::Status {} => self.op_status(caller),
+            Op::Hello { client: _ } => self.op_hello(now, caller),
+            Op::Send { to, text, reply_to, key } => self.op_send(now, caller, &to, text, reply_to.as_deref(), key),
+            Op::Inbox { batch } => self.op_inbox(now, caller, batch),
+            Op::Team {} => self.op_team(now, caller),
+            Op::Status {} => self.op_status(now, caller),
             Op::Audit(q) => self.op_audit(&q),
-            Op::Allow { a, b } => self.op_allow(caller, &a, &b),
-            Op::QuarantineLift { agent } => self.op_lift(caller, &agent),
-            Op::AdmissionImport { ratings, source, notes } => self.op_import(caller, ratings, &source, &notes),
-            Op::AdmissionMode { mode } => self.op_mode(caller, mode),
-            Op::AdmissionExcept { component, remove } => self.op_except(caller, component, remove),
+            Op::Allow { a, b } => self.op_allow(now, caller, &a, &b),
+            Op::QuarantineLift { agent } => self.op_lift(now, caller, &agent),
+            Op::AdmissionImport { ratings, source, notes } => self.op_import(now, caller, ratings, &source, &notes),
+            Op::AdmissionMode { mode } => self.op_mode(now, caller, mode),
+            Op::AdmissionExcept { component, remove } => self.op_except(now, caller, component, remove),
             Op::Hook { harness, event, session_id, prompt } => {
-                self.op_hook(caller, &harness, event, session_id.as_deref(), prompt.as_deref())
+                self.op_hook(now, caller, &harness, event, session_id.as_deref(), prompt.as_deref())
             }
             Op::Reload {} => self.op_reload(caller),
             Op::Shutdown {} => self.op_shutdown(caller),

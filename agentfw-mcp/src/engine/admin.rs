@@ -8,9 +8,9 @@ use rusqlite::params;
 use serde_json::Value;
 
 use super::{Cached, Caller, Engine, EngineError, Journaled, done, reply};
-use crate::clock;
 use crate::proto::code;
 use crate::store::{StoreError, ms};
+use agentfw_core::time::Timestamp;
 
 impl Engine {
     fn require_person(&self, caller: &Caller, what: &str) -> Result<(), EngineError> {
@@ -26,24 +26,23 @@ impl Engine {
         }
     }
 
-    fn admin(&mut self, action: AdminAction) -> Result<(), EngineError> {
-        let now = clock::now();
-        self.tx(|e| {
+    fn admin(&mut self, now: Timestamp, action: AdminAction) -> Result<(), EngineError> {
+        self.tx(now, |e| {
             e.apply(now, Journaled::Admin(action))?;
             e.security_dirty = true;
             Ok(())
         })
     }
 
-    pub(super) fn op_allow(&mut self, caller: &Caller, a: &str, b: &str) -> Result<Value, EngineError> {
+    pub(super) fn op_allow(&mut self, now: Timestamp, caller: &Caller, a: &str, b: &str) -> Result<Value, EngineError> {
         self.require_person(caller, "allow")?;
         let (a, b) = (self.find(a, false)?, self.find(b, false)?);
-        self.admin(AdminAction::Allow { a: a.clone(), b: b.clone() })?;
+        self.admin(now, AdminAction::Allow { a: a.clone(), b: b.clone() })?;
         let (la, lb) = (self.label(&a), self.label(&b));
         done(format!("the turn fuse between {la} and {lb} is reset: they may talk again"))
     }
 
-    pub(super) fn op_lift(&mut self, caller: &Caller, agent: &str) -> Result<Value, EngineError> {
+    pub(super) fn op_lift(&mut self, now: Timestamp, caller: &Caller, agent: &str) -> Result<Value, EngineError> {
         self.require_person(caller, "quarantine lift")?;
         let id = match self.find(agent, false) {
             Ok(id) => id,
@@ -54,25 +53,25 @@ impl Engine {
             Err(e) => return Err(e),
         };
         let label = self.label(&id);
-        if self.fw.quarantine_of(clock::now(), &id).is_none() {
+        if self.fw.quarantine_of(now, &id).is_none() {
             return Err(reply(code::NOT_FOUND, format!("{label} is not quarantined")));
         }
-        self.admin(AdminAction::LiftQuarantine { agent: id })?;
+        self.admin(now, AdminAction::LiftQuarantine { agent: id })?;
         done(format!("the quarantine of {label} is lifted"))
     }
 
     pub(super) fn op_import(
         &mut self,
+        now: Timestamp,
         caller: &Caller,
         ratings: Ratings,
         source: &str,
         notes: &[String],
     ) -> Result<Value, EngineError> {
         self.require_person(caller, "admission import")?;
-        let now = clock::now();
         let unrated = ratings.values().filter(|s| s.is_none()).count();
         let count = ratings.len();
-        self.tx(|e| {
+        self.tx(now, |e| {
             for (id, score) in &ratings {
                 e.db.exec(
                     "INSERT INTO ratings (component, score, source, at) VALUES (?1, ?2, ?3, ?4)
@@ -105,9 +104,9 @@ impl Engine {
         self.load_ratings()
     }
 
-    pub(super) fn op_mode(&mut self, caller: &Caller, mode: Mode) -> Result<Value, EngineError> {
+    pub(super) fn op_mode(&mut self, now: Timestamp, caller: &Caller, mode: Mode) -> Result<Value, EngineError> {
         self.require_person(caller, "admission")?;
-        self.admin(AdminAction::SetAdmissionMode { mode })?;
+        self.admin(now, AdminAction::SetAdmissionMode { mode })?;
         done(match mode {
             Mode::Enforce => "admission is enforced: agents that are not admitted are refused".to_owned(),
             Mode::Report => {
@@ -119,6 +118,7 @@ impl Engine {
 
     pub(super) fn op_except(
         &mut self,
+        now: Timestamp,
         caller: &Caller,
         component: ComponentId,
         remove: bool,
@@ -126,14 +126,14 @@ impl Engine {
         self.require_person(caller, "admission except")?;
         let had = self.fw.admission().config().exceptions.contains(&component);
         if remove {
-            self.admin(AdminAction::Unexcept { component: component.clone() })?;
+            self.admin(now, AdminAction::Unexcept { component: component.clone() })?;
             done(if had {
                 format!("{component} no longer has an exception")
             } else {
                 format!("{component} had no exception")
             })
         } else {
-            self.admin(AdminAction::Except { component: component.clone() })?;
+            self.admin(now, AdminAction::Except { component: component.clone() })?;
             done(if had {
                 format!("{component} already has an exception")
             } else {

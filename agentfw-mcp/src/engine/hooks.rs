@@ -5,21 +5,21 @@ use rusqlite::params;
 use serde_json::Value;
 
 use super::{Cached, Caller, Engine, EngineError, Journaled, check_token, done, reply};
-use crate::clock;
 use crate::proto::{HookEvent, code};
 use crate::store::ms;
+use agentfw_core::time::Timestamp;
 
 impl Engine {
     pub(super) fn op_hook(
         &mut self,
+        now: Timestamp,
         caller: &Caller,
         harness: &str,
         event: HookEvent,
         session_id: Option<&str>,
         prompt: Option<&str>,
     ) -> Result<Value, EngineError> {
-        let me = self.session_for(caller)?;
-        let now = clock::now();
+        let me = self.session_for(now, caller)?;
         match event {
             HookEvent::SessionStart => {
                 let Some(session_id) = session_id.map(str::trim).filter(|s| !s.is_empty()) else {
@@ -47,7 +47,7 @@ impl Engine {
                     params![me.as_str(), session_id, thread, identity, ms(now)],
                 )?;
                 if self.waiting(&me)? > 0 {
-                    self.schedule_wake(&me);
+                    self.schedule_wake(now, &me);
                 }
                 done(format!("{label}: {harness} session {session_id} recorded"))
             }
@@ -60,7 +60,7 @@ impl Engine {
                 }
                 let label = s.agent.label();
                 let id = me.clone();
-                self.tx(|e| e.apply(now, Journaled::HumanTurn(id)).map(|_| ()))?;
+                self.tx(now, |e| e.apply(now, Journaled::HumanTurn(id)).map(|_| ()))?;
                 done(format!("a person spoke in {label}: its turn fuse is reset"))
             }
         }

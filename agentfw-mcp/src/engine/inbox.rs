@@ -35,8 +35,13 @@ impl Engine {
         Ok(())
     }
 
-    pub(super) fn op_inbox(&mut self, caller: &Caller, batch: Option<String>) -> Result<Value, EngineError> {
-        let me = self.session_for(caller)?;
+    pub(super) fn op_inbox(
+        &mut self,
+        now: Timestamp,
+        caller: &Caller,
+        batch: Option<String>,
+    ) -> Result<Value, EngineError> {
+        let me = self.session_for(now, caller)?;
         let batch = batch.unwrap_or_else(clock::token);
         check_token(&batch, "batch")?;
         let (previous, cleared) = match self.sessions.get_mut(&me) {
@@ -49,7 +54,6 @@ impl Engine {
         if let Some(stored) = self.stored_batch(&me, &batch)? {
             return Ok(serde_json::to_value(stored)?);
         }
-        let now = clock::now();
         let due: bool = self.db.row(
             "SELECT EXISTS (SELECT 1 FROM inbox WHERE recipient = ?1 AND state = 'pending' AND not_before <= ?2)",
             params![me.as_str(), ms(now)],
@@ -59,7 +63,7 @@ impl Engine {
             let result = InboxResult { batch, held: self.waiting(&me)?, ..InboxResult::default() };
             return Ok(serde_json::to_value(result)?);
         }
-        let result = self.tx(|e| {
+        let result = self.tx(now, |e| {
             // The client asks for a new batch, so it has the previous one: erase its text.
             match (&previous, cleared) {
                 (Some(prev), _) => e.db.exec(

@@ -69,17 +69,21 @@ impl Engine {
 
     /// Run `f` in one transaction; see the module docs. On any error the transaction is
     /// rolled back and, if the firewall was fed inputs, rebuilt from the database.
-    pub(super) fn tx<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T, EngineError>) -> Result<T, EngineError> {
+    pub(super) fn tx<T>(
+        &mut self,
+        now: Timestamp,
+        f: impl FnOnce(&mut Self) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
         self.db.exec("BEGIN IMMEDIATE", [])?;
         self.touched = false;
         self.security_dirty = false;
         self.accepted_for.clear();
         let mut result = f(self);
-        if result.is_ok() && self.security_dirty {
-            let now = clock::now();
-            if let Err(e) = self.snapshot_in_tx(now) {
-                result = Err(e);
-            }
+        if result.is_ok()
+            && self.security_dirty
+            && let Err(e) = self.snapshot_in_tx(now)
+        {
+            result = Err(e);
         }
         let result = result.and_then(|v| self.db.exec("COMMIT", []).map(|_| v).map_err(EngineError::from));
         if result.is_err() {
@@ -95,7 +99,7 @@ impl Engine {
         } else {
             self.relay_committed();
             for agent in std::mem::take(&mut self.accepted_for) {
-                self.schedule_wake(&agent);
+                self.schedule_wake(now, &agent);
             }
         }
         self.touched = false;

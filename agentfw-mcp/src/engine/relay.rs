@@ -14,7 +14,6 @@ use agentfw_relay::protocol::DirectoryFrame;
 use rusqlite::{OptionalExtension, params};
 
 use super::{Engine, EngineError, Journaled, one_line};
-use crate::clock;
 use crate::proto::{AgentView, RelayInfo};
 use crate::relay_link::{FromLink, Link, Outbound, ToLink};
 use crate::store::{self, StoreError, ms};
@@ -98,9 +97,8 @@ impl Engine {
     }
 
     /// One piece of news from the link.
-    pub fn relay_input(&mut self, news: FromLink) {
+    pub fn relay_input(&mut self, now: Timestamp, news: FromLink) {
         let Some(relay) = self.relay.as_mut() else { return };
-        let now = clock::now();
         match news {
             FromLink::Connected { device } => {
                 eprintln!("agentfw daemon: connected to the relay at {} as device {device}", relay.link.url());
@@ -126,7 +124,8 @@ impl Engine {
                     devices: relay.directory.devices.values().cloned().collect(),
                     agents: relay.directory.agents.values().cloned().collect(),
                 };
-                if let Err(e) = self.tx(|e| Ok(store::set_meta(&e.db, DIRECTORY_KEY, &serde_json::to_string(&saved)?)?))
+                if let Err(e) =
+                    self.tx(now, |e| Ok(store::set_meta(&e.db, DIRECTORY_KEY, &serde_json::to_string(&saved)?)?))
                 {
                     eprintln!("agentfw daemon: cannot keep the relay directory: {}", e.body().message);
                 }
@@ -135,18 +134,18 @@ impl Engine {
                 eprintln!("agentfw daemon: dropped a delivery from the relay: {why}");
                 relay.link.send(ToLink::Ack(vec![seq]));
             }
-            FromLink::Delivery { seq, message } => match self.tx(|e| e.receive(now, *message)) {
+            FromLink::Delivery { seq, message } => match self.tx(now, |e| e.receive(now, *message)) {
                 Ok(()) => self.link_send(ToLink::Ack(vec![seq])),
                 // Not acknowledged: the relay sends it again after the next login.
                 Err(e) => eprintln!("agentfw daemon: cannot store a delivery from the relay: {}", e.body().message),
             },
             FromLink::Stored { id } => {
-                if let Err(e) = self.tx(|e| e.unqueue(id).map(|_| ())) {
+                if let Err(e) = self.tx(now, |e| e.unqueue(id).map(|_| ())) {
                     eprintln!("agentfw daemon: cannot update the outbox: {}", e.body().message);
                 }
             }
             FromLink::Refused { id, code, reason } => {
-                if let Err(e) = self.tx(|e| e.refused_by_relay(now, id, &code, &reason)) {
+                if let Err(e) = self.tx(now, |e| e.refused_by_relay(now, id, &code, &reason)) {
                     eprintln!("agentfw daemon: cannot update the outbox: {}", e.body().message);
                 }
             }
@@ -157,7 +156,7 @@ impl Engine {
                     return;
                 }
                 let replaced = actions.iter().any(|a| matches!(a, AdminAction::SetInventory { .. }));
-                let result = self.tx(|e| {
+                let result = self.tx(now, |e| {
                     for action in actions {
                         e.apply(now, Journaled::Admin(action))?;
                     }
@@ -402,7 +401,7 @@ impl Engine {
     }
 
     /// The relay as `agentfw status` shows it.
-    pub(super) fn relay_info(&self) -> Result<Option<RelayInfo>, EngineError> {
+    pub(super) fn relay_info(&self, now: Timestamp) -> Result<Option<RelayInfo>, EngineError> {
         let Some(relay) = &self.relay else { return Ok(None) };
         let outbox: i64 = self.db.query_row("SELECT COUNT(*) FROM outbox", [], |r| r.get(0))?;
         Ok(Some(RelayInfo {
@@ -412,7 +411,7 @@ impl Engine {
             connected: relay.connected,
             problem: relay.problem.clone(),
             outbox: u64::try_from(outbox).unwrap_or(0),
-            remote_agents: self.remote_views(clock::now()).len(),
+            remote_agents: self.remote_views(now).len(),
             policy_seq: relay.mirror.seq,
         }))
     }

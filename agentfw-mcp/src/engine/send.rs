@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Cached, Caller, Engine, EngineError, Journaled, check_token, reply};
-use crate::clock;
 use crate::proto::{ErrorBody, RefusalInfo, SendResult, code};
 use crate::store::ms;
+use agentfw_core::time::Timestamp;
 
 /// A stored send outcome, for keyed retries.
 #[derive(Serialize, Deserialize)]
@@ -22,13 +22,14 @@ pub(super) enum Outcome {
 impl Engine {
     pub(super) fn op_send(
         &mut self,
+        now: Timestamp,
         caller: &Caller,
         to: &str,
         text: String,
         reply_to: Option<&str>,
         key: Option<String>,
     ) -> Result<Value, EngineError> {
-        let me = self.session_for(caller)?;
+        let me = self.session_for(now, caller)?;
         if let Some(key) = &key {
             check_token(key, "key")?;
             let stored: Option<String> = self
@@ -54,11 +55,10 @@ impl Engine {
             return Err(reply(code::INTERNAL, "session vanished"));
         };
         let outgoing = Outgoing { from: from.agent.clone(), to: to_agent, body: text, reply_to };
-        let now = clock::now();
         if let Some(body) = self.trust_refuses_send(now, &me, &outgoing, key.as_deref())? {
             return Err(EngineError::Reply(body));
         }
-        let outcome = self.tx(|e| {
+        let outcome = self.tx(now, |e| {
             let mut out = e.apply(now, Journaled::Send(outgoing.clone()))?;
             if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
                 out = e.apply(now, Journaled::Send(outgoing.clone()))?;

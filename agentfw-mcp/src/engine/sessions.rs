@@ -12,7 +12,6 @@ use rusqlite::params;
 
 use super::waking::WakeState;
 use super::{Cached, Caller, Engine, EngineError, Journaled, one_line, reply};
-use crate::clock;
 use crate::components;
 use crate::procfs;
 use crate::proto::code;
@@ -73,12 +72,11 @@ impl Engine {
     }
 
     /// The caller's session, registered on first sight.
-    pub(super) fn session_for(&mut self, caller: &Caller) -> Result<AgentId, EngineError> {
+    pub(super) fn session_for(&mut self, now: Timestamp, caller: &Caller) -> Result<AgentId, EngineError> {
         let identity = caller
             .identity
             .as_ref()
             .map_err(|why| reply(code::NOT_AGENT, format!("agentfw cannot tell which agent session this is: {why}")))?;
-        let now = clock::now();
         let id = identity.agent_id();
         let claude_wake =
             match (caller.env.get("CLAUDE_CODE_MESSAGING_SOCKET"), caller.env.get("CLAUDE_CODE_MESSAGING_TOKEN")) {
@@ -132,7 +130,7 @@ impl Engine {
             // Components are listed once per session (and again on an admission refresh),
             // so `team` shows "would refuse" before the first message.
             let agent = s.agent.clone();
-            self.tx(|e| e.refresh_admission(now, &agent))?;
+            self.tx(now, |e| e.refresh_admission(now, &agent))?;
         }
         Ok(id)
     }

@@ -7,7 +7,6 @@ use serde_json::Value;
 
 use super::sessions::Session;
 use super::{Cached, Caller, Engine, EngineError, version};
-use crate::clock;
 use crate::proto::{
     self, AgentView, AuditQuery, AuditRecord, AuditResult, Contained, DaemonInfo, HelloResult, QuarantineView,
     StatusResult, TeamResult, code,
@@ -17,9 +16,9 @@ use crate::proto::{
 const GONE_SHOWN_MS: u64 = 24 * 3600 * 1000;
 
 impl Engine {
-    pub(super) fn op_hello(&mut self, caller: &Caller) -> Result<Value, EngineError> {
-        let (you, not_agent) = match self.session_for(caller) {
-            Ok(id) => (self.sessions.get(&id).map(|s| self.view(s, Some(&id), clock::now())), None),
+    pub(super) fn op_hello(&mut self, now: Timestamp, caller: &Caller) -> Result<Value, EngineError> {
+        let (you, not_agent) = match self.session_for(now, caller) {
+            Ok(id) => (self.sessions.get(&id).map(|s| self.view(s, Some(&id), now)), None),
             Err(EngineError::Reply(e)) if e.code == code::NOT_AGENT => (None, Some(e.message)),
             Err(e) => return Err(e),
         };
@@ -63,8 +62,7 @@ impl Engine {
         }
     }
 
-    fn team(&self, me: Option<&AgentId>) -> Vec<AgentView> {
-        let now = clock::now();
+    fn team(&self, now: Timestamp, me: Option<&AgentId>) -> Vec<AgentView> {
         let mut views: Vec<AgentView> = self
             .sessions
             .values()
@@ -76,21 +74,20 @@ impl Engine {
         views
     }
 
-    pub(super) fn op_team(&mut self, caller: &Caller) -> Result<Value, EngineError> {
-        let me = self.session_for(caller).ok();
+    pub(super) fn op_team(&mut self, now: Timestamp, caller: &Caller) -> Result<Value, EngineError> {
+        let me = self.session_for(now, caller).ok();
         let you = me.as_ref().and_then(|id| self.sessions.get(id)).map(|s| s.agent.label());
         let result = TeamResult {
             you,
             admission_mode: mode_name(self.fw.admission().mode()).to_owned(),
-            agents: self.team(me.as_ref()),
+            agents: self.team(now, me.as_ref()),
         };
         Ok(serde_json::to_value(result)?)
     }
 
-    pub(super) fn op_status(&mut self, caller: &Caller) -> Result<Value, EngineError> {
-        let me = self.session_for(caller).ok();
-        let now = clock::now();
-        let team = self.team(me.as_ref());
+    pub(super) fn op_status(&mut self, now: Timestamp, caller: &Caller) -> Result<Value, EngineError> {
+        let me = self.session_for(now, caller).ok();
+        let team = self.team(now, me.as_ref());
         let pending: i64 = self.db.row("SELECT COUNT(*) FROM inbox WHERE state = 'pending'", [], |r| r.get(0))?;
         let quarantined = self
             .fw
@@ -129,7 +126,7 @@ impl Engine {
                 ratings: self.ratings.len(),
             },
             rules: self.rules_info.clone(),
-            relay: self.relay_info()?,
+            relay: self.relay_info(now)?,
             team,
         };
         Ok(serde_json::to_value(result)?)

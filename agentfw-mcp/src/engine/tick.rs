@@ -8,19 +8,17 @@ use rusqlite::params;
 use super::journal::{SNAPSHOT_AFTER_MS, SNAPSHOT_EVERY};
 use super::rules::stamp;
 use super::{Cached, Engine, Journaled};
-use crate::clock;
 use crate::store::{StoreError, ms};
 
 impl Engine {
     /// Run what is due: firewall timeouts, wake-ups, snapshots, rule reloads, retention.
     /// Returns how long the caller may sleep.
-    pub fn tick(&mut self) -> std::time::Duration {
-        let now = clock::now();
+    pub fn tick(&mut self, now: Timestamp) -> std::time::Duration {
         // At most one timeout input per 100 ms, so that a deadline the firewall cannot clear
         // (a clock stepped backwards) never spins the journal.
         if self.fw.poll_timeout().is_some_and(|t| t <= now) && now >= self.next_timeout {
             self.next_timeout = now + std::time::Duration::from_millis(100);
-            if let Err(e) = self.tx(|e| e.apply(now, Journaled::Timeout).map(|_| ())) {
+            if let Err(e) = self.tx(now, |e| e.apply(now, Journaled::Timeout).map(|_| ())) {
                 eprintln!("agentfw daemon: timeout processing failed: {}", e.body());
             }
         }
@@ -29,7 +27,7 @@ impl Engine {
         let snapshot_due = self.journal_rows >= SNAPSHOT_EVERY
             || (self.journal_rows > 0
                 && now.as_millis().saturating_sub(self.last_snapshot.as_millis()) >= SNAPSHOT_AFTER_MS);
-        if snapshot_due && let Err(e) = self.tx(|e| e.snapshot_in_tx(now)) {
+        if snapshot_due && let Err(e) = self.tx(now, |e| e.snapshot_in_tx(now)) {
             eprintln!("agentfw daemon: cannot write a snapshot: {}", e.body());
         }
         if now >= self.next_rules_check {
@@ -92,10 +90,9 @@ impl Engine {
     }
 
     /// Final snapshot before stopping.
-    pub fn shutdown(&mut self) {
-        let now = clock::now();
+    pub fn shutdown(&mut self, now: Timestamp) {
         if self.journal_rows > 0
-            && let Err(e) = self.tx(|e| e.snapshot_in_tx(now))
+            && let Err(e) = self.tx(now, |e| e.snapshot_in_tx(now))
         {
             eprintln!("agentfw daemon: cannot write the final snapshot: {}", e.body());
         }

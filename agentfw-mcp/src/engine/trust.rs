@@ -53,7 +53,7 @@ impl Engine {
             reason: Some(Reason { code: trust_code.to_owned(), rule: None, text: message }),
         };
         let outcome = serde_json::to_string(&Outcome::Failed(body.clone()))?;
-        self.tx(|e| {
+        self.tx(now, |e| {
             e.audit(&d)?;
             if let Some(key) = key {
                 e.db.exec(

@@ -40,7 +40,7 @@ impl Session {
 impl Engine {
     /// A message arrived for `agent`: wake it after `wake.delay_ms`, unless it was woken
     /// and has not read since, or cannot be woken.
-    pub(super) fn schedule_wake(&mut self, agent: &AgentId) {
+    pub(super) fn schedule_wake(&mut self, now: Timestamp, agent: &AgentId) {
         if !self.config.wake.enabled {
             return;
         }
@@ -49,7 +49,7 @@ impl Engine {
         if s.wake.outstanding || s.wake.scheduled.is_some() || s.channel().is_none() {
             return;
         }
-        s.wake.scheduled = Some(clock::now() + delay);
+        s.wake.scheduled = Some(now + delay);
     }
 
     pub(super) fn run_wakes(&mut self, now: Timestamp) {
