@@ -188,3 +188,55 @@ fn a_missing_path_is_an_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).starts_with("error: cannot read `/nonexistent/rules.yaml`"));
 }
+
+/// `rules import` writes a pattern file that scan can use at once, says on stderr what did
+/// not convert, and exits 1 when a rule was left out.
+#[test]
+fn rules_import_converts_gitleaks_rules_that_scan_then_uses() {
+    let tmp = scratch("import");
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("gitleaks.toml"),
+        "[[rules]]\nid = \"team-token\"\ndescription = \"Team token\"\nregex = '''\\b(tt_[a-z0-9]{24})\\b'''\n\n[[rules]]\nid = \"after-key\"\nregex = '''(?<=key=)[a-f0-9]{32}'''\n",
+    )
+    .unwrap();
+    let rules = dir.join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    let out = agentfw()
+        .args(["rules", "import", "gitleaks"])
+        .arg(dir.join("gitleaks.toml"))
+        .arg("--output")
+        .arg(rules.join("imported.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("error: rule `after-key` (line 6) not converted: it uses look-around"), "{err}");
+    assert!(err.contains("converted 1 of 2 rules"), "{err}");
+    std::fs::write(
+        rules.join("rule.yaml"),
+        "id: imported\non: message.sending\nwhen: message.body.matches_set('imported')\nverdict: deny\nreason: a team token ({pattern})\n",
+    )
+    .unwrap();
+    let out = agentfw()
+        .args(["scan", "--rules"])
+        .arg(&rules)
+        .write_stdin("use tt_k3j9x2m7q8w1e5r4t6y0u2i9")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("deny imported: a team token ("), "{}", stdout(&out));
+
+    // A Kingfisher file to stdout; a file that is not rules is an error.
+    std::fs::write(
+        dir.join("k.yaml"),
+        "rules:\n  - name: Team key\n    id: team.key.1\n    pattern: '\\b(tk_[a-z0-9]{20})\\b'\n",
+    )
+    .unwrap();
+    let out = agentfw().args(["rules", "import", "kingfisher"]).arg(dir.join("k.yaml")).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("  - id: kingfisher-team-key-1\n"), "{}", stdout(&out));
+    let out = agentfw().args(["rules", "import", "kingfisher"]).arg(dir.join("gitleaks.toml")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error: `"), "{}", stderr(&out));
+}

@@ -32,11 +32,13 @@ pub mod cases;
 mod compile;
 mod context;
 pub mod diagnostic;
+pub mod import;
 pub mod pack;
 pub mod patterns;
 mod reload;
 pub mod rule;
 mod scan;
+pub mod validators;
 pub(crate) mod yaml;
 
 use compile::{CompiledRule, RegexCache, Subject};

@@ -23,6 +23,7 @@ use std::sync::{Arc, OnceLock};
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use super::diagnostic::{Diagnostic, SourceFile, Span};
+use super::validators::{VALIDATORS, Validator};
 use super::yaml::{self, Fields, Node, NodeKind};
 
 /// Compiled regexes are capped so a hostile or careless pattern cannot eat memory.
@@ -165,6 +166,13 @@ pub struct Pattern {
     group: usize,
     min_entropy: Option<f64>,
     placeholders: PlaceholderCheck,
+    /// A checksum or structure the value must have (`validator:`), see [`Validator`].
+    validator: Option<Validator>,
+    /// A regex that must not match the text matched before the value (`exclude:`): the
+    /// linear-time stand-in for a negative look-behind, e.g. a name such as `PUBLIC_KEY`.
+    exclude: Option<Regex>,
+    /// Where the format is documented (`source:`), for people auditing the pattern.
+    pub source: Option<String>,
 }
 
 /// Which placeholder checks a pattern applies to its values.
@@ -181,12 +189,22 @@ enum PlaceholderCheck {
 
 impl Pattern {
     fn checks_value(&self) -> bool {
-        self.group != 0 || self.min_entropy.is_some() || self.placeholders != PlaceholderCheck::Off
+        self.group != 0
+            || self.min_entropy.is_some()
+            || self.placeholders != PlaceholderCheck::Off
+            || self.validator.is_some()
+            || self.exclude.is_some()
     }
 
-    /// Whether a matched value counts: entropy high enough, and not a placeholder.
+    /// Whether a matched value counts: entropy high enough, a valid checksum where the
+    /// pattern names one, and not a placeholder.
     fn accepts(&self, value: &str, placeholders: &Placeholders) -> bool {
         if value.is_empty() {
+            return false;
+        }
+        if let Some(validator) = self.validator
+            && !validator.check(value)
+        {
             return false;
         }
         if let Some(min) = self.min_entropy
@@ -206,9 +224,13 @@ impl Pattern {
         if !self.checks_value() {
             return self.regex.is_match(text);
         }
-        self.regex
-            .captures_iter(text)
-            .any(|caps| caps.get(self.group).is_some_and(|value| self.accepts(value.as_str(), placeholders)))
+        self.regex.captures_iter(text).any(|caps| {
+            caps.get(self.group).is_some_and(|value| {
+                let before = caps.get(0).and_then(|all| text.get(all.start()..value.start())).unwrap_or_default();
+                !self.exclude.as_ref().is_some_and(|ex| ex.is_match(before))
+                    && self.accepts(value.as_str(), placeholders)
+            })
+        })
     }
 }
 
@@ -401,7 +423,8 @@ pub fn set_name(file_name: &str) -> String {
     base.strip_suffix(".yaml").or_else(|| base.strip_suffix(".yml")).unwrap_or(base).to_owned()
 }
 
-const PATTERN_KEYS: &[&str] = &["id", "description", "regex", "group", "min_entropy", "placeholders"];
+const PATTERN_KEYS: &[&str] =
+    &["id", "description", "regex", "group", "min_entropy", "placeholders", "validator", "exclude", "source"];
 
 fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) -> Option<Pattern> {
     let what = "a pattern";
@@ -472,6 +495,37 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
             }
         },
     };
+    let validator = fields.get("validator").and_then(|node| {
+        let found = node.as_str().and_then(Validator::named);
+        if found.is_none() {
+            let names: Vec<&str> = VALIDATORS.iter().map(|(n, _)| *n).collect();
+            diags.push(
+                invalid(node, file, "`validator` must name a validator")
+                    .with_hint(format!("the validators are {}", names.join(", "))),
+            );
+        }
+        found
+    });
+    let exclude = fields.get("exclude").and_then(|node| match node.as_str() {
+        Some(src) => match RegexBuilder::new(src).size_limit(REGEX_SIZE_LIMIT).build() {
+            Ok(re) => Some(re),
+            Err(e) => {
+                diags.push(regex_diagnostic(&e, src, node, file));
+                None
+            }
+        },
+        None => {
+            diags.push(invalid(node, file, "`exclude` must be a regex"));
+            None
+        }
+    });
+    let source = fields.get("source").and_then(|node| match node.as_str() {
+        Some(s) if !s.trim().is_empty() => Some(s.trim().to_owned()),
+        _ => {
+            diags.push(invalid(node, file, "`source` must say where the format is documented, e.g. a URL"));
+            None
+        }
+    });
     if diags.len() > before {
         return None;
     }
@@ -482,6 +536,9 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
         group,
         min_entropy,
         placeholders,
+        validator,
+        exclude,
+        source,
     })
 }
 
@@ -713,6 +770,27 @@ mod tests {
         assert!(set.find("secret = changeme").is_none());
         assert!(set.find("secret = aaaaaaaaaaaa").is_none());
         assert!(set.find("nothing here").is_none());
+    }
+
+    /// `validator` and `exclude` decide whether a match counts; a bad one is reported.
+    #[test]
+    fn validators_and_exclusions() {
+        let (lib, diags) = library(
+            "patterns:\n  - id: npm\n    description: npm token\n    regex: 'npm_[A-Za-z0-9]{36}'\n    validator: github-checksum\n  - id: named-key\n    description: named key\n    regex: '([A-Z_]*KEY)=([A-Za-z0-9]{20,})'\n    group: 2\n    exclude: 'PUBLIC'\n",
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        let set = lib.get("tokens").unwrap();
+        // CRC-32 of the 30 characters, in base62, is the last six.
+        assert!(set.find("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").is_some());
+        assert!(set.find("npm_zQWBuTSOoRi4A9spHcVY5ncnsDkxkJ0mLq18").is_none());
+        assert!(set.find("ACME_KEY=q8Zk3LmN9pR2tV5xB7cD").is_some());
+        assert!(set.find("VAPID_PUBLIC_KEY=q8Zk3LmN9pR2tV5xB7cD").is_none());
+        let (_, diags) = library(
+            "patterns:\n  - id: x\n    description: x\n    regex: 'x'\n    validator: luhn\n    exclude: '('\n",
+        );
+        let codes: Vec<_> = diags.iter().map(|d| d.code).collect();
+        assert_eq!(codes, ["policy.invalid_value", "policy.invalid_regex"]);
+        assert!(diags[0].hint.as_deref().unwrap().starts_with("the validators are github-checksum, "), "{diags:?}");
     }
 
     #[test]

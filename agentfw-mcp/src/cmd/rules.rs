@@ -1,13 +1,14 @@
-//! `agentfw rules check|test|list`: rule tooling (PR6).
+//! `agentfw rules check|test|list|import`: rule tooling (PR6).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agentfw_core::policy::{PolicyError, Scanner, cases};
+use agentfw_core::policy::import::{self, Format};
+use agentfw_core::policy::{PolicyError, Scanner, SourceFile, cases};
 
 use super::load::{self, Files, LoadError};
-use super::{EXIT_ERROR, fail, now};
+use super::{EXIT_ERROR, EXIT_REFUSED, fail, now};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
@@ -35,6 +36,34 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Convert another scanner's rules into an agentfw pattern file, and say what could
+    /// not be carried over (look-around, back-references, path conditions, allow-lists).
+    Import {
+        /// The scanner the rules were written for.
+        #[arg(value_enum)]
+        format: ImportFormat,
+        /// The rule file: a gitleaks TOML configuration or a Kingfisher YAML rule file.
+        file: PathBuf,
+        /// Write the pattern file here instead of to stdout; the set is named after the
+        /// file (`imported.yaml` is the set `imported`).
+        #[arg(long, short, value_name = "PATH")]
+        output: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum ImportFormat {
+    Gitleaks,
+    Kingfisher,
+}
+
+impl From<ImportFormat> for Format {
+    fn from(f: ImportFormat) -> Format {
+        match f {
+            ImportFormat::Gitleaks => Format::Gitleaks,
+            ImportFormat::Kingfisher => Format::Kingfisher,
+        }
+    }
 }
 
 pub fn run(command: &Command) -> ExitCode {
@@ -42,7 +71,42 @@ pub fn run(command: &Command) -> ExitCode {
         Command::Check { paths } => check(paths),
         Command::Test { cases, rules } => test(cases, rules.as_deref()),
         Command::List { rules, json } => list(rules.as_deref(), *json),
+        Command::Import { format, file, output } => import(*format, file, output.as_deref()),
     }
+}
+
+/// Writes the converted file, prints every finding to stderr, and exits 1 if any rule
+/// could not be converted (the file still holds the others).
+fn import(format: ImportFormat, path: &std::path::Path, output: Option<&std::path::Path>) -> ExitCode {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => return fail(format!("cannot read `{}`: {e}", path.display())),
+    };
+    let conversion = match import::convert(format.into(), &SourceFile::new(path.display().to_string(), text)) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    for finding in &conversion.findings {
+        eprintln!("{finding}");
+    }
+    let written = match output {
+        Some(out) => match std::fs::write(out, &conversion.yaml) {
+            Ok(()) => out.display().to_string(),
+            Err(e) => return fail(format!("cannot write `{}`: {e}", out.display())),
+        },
+        None => {
+            print!("{}", conversion.yaml);
+            "stdout".to_owned()
+        }
+    };
+    let skipped = conversion.rules - conversion.converted;
+    eprintln!(
+        "converted {} of {} rules to {written}{}",
+        conversion.converted,
+        conversion.rules,
+        if skipped > 0 { format!("; {skipped} could not be converted (see above)") } else { String::new() }
+    );
+    if skipped > 0 { ExitCode::from(EXIT_REFUSED) } else { ExitCode::SUCCESS }
 }
 
 fn check(paths: &[PathBuf]) -> ExitCode {
