@@ -14,6 +14,7 @@ pub mod normalize;
 pub mod policy;
 pub mod provenance;
 pub mod seal;
+pub mod signals;
 pub mod sim;
 pub mod time;
 pub mod trust;

@@ -1,0 +1,190 @@
+"""The injection model's features and score, exactly as agentfw-core/src/signals/injection.rs
+computes them. Standard library only, so the vector check runs anywhere.
+
+Text is folded first (agentfw_core::normalize::fold); this module works on folded text.
+"""
+
+import math
+import struct
+
+MAGIC = b"AFWINJ02"
+HEADER = struct.Struct("<8sIIIIdd")
+PUNCT_BYTES = 4
+PREFIX = 5
+SHAPE_NUMBER = b"\x01num"
+SHAPE_HEX = b"\x01hex"
+SHAPE_LONG = b"\x01long"
+SHAPE_MIXED = b"\x01mix"
+UNIGRAM, BIGRAM, TRIGRAM, WORD_PREFIX = 1, 2, 3, 4
+M32 = 0xFFFFFFFF
+HEX = frozenset(b"0123456789abcdefABCDEF")
+DIGITS = frozenset(b"0123456789")
+
+
+def is_separator(b):
+    return b <= 0x20 or b == 0x7F
+
+
+def is_word(b):
+    return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b == 95 or b >= 0x80
+
+
+def shape(word):
+    digits = sum(1 for b in word if b in DIGITS)
+    n = len(word)
+    if digits == n and n > 4:
+        return SHAPE_NUMBER
+    if all(b in HEX for b in word) and (n >= 16 or (n >= 4 and 0 < digits < n)):
+        return SHAPE_HEX
+    if n > 24:
+        return SHAPE_LONG
+    if 0 < digits < n and n >= 12:
+        return SHAPE_MIXED
+    return word
+
+
+def fnv1a(data):
+    h = 0x811C9DC5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & M32
+    return h
+
+
+def combine(a, b):
+    return ((a * 0x01000193) & M32) ^ b
+
+
+def fmix(h):
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & M32
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & M32
+    return h ^ (h >> 16)
+
+
+def feature(kind, x):
+    return fmix((x + kind * 0x9E3779B9) & M32)
+
+
+def tokens(text):
+    """The byte strings the model hashes, and the word prefix (or None), per token."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    out = []
+    i, n = 0, len(data)
+    while i < n:
+        b = data[i]
+        if is_separator(b):
+            i += 1
+            continue
+        word = is_word(b)
+        j = i
+        while j < n and not is_separator(data[j]) and is_word(data[j]) == word:
+            j += 1
+        run = data[i:j]
+        i = j
+        if word:
+            s = shape(run)
+            out.append((s, run[:PREFIX] if s is run and len(run) > PREFIX else None))
+        else:
+            out.append((run[:PUNCT_BYTES], None))
+    return out
+
+
+def features(text):
+    """The features (32-bit hashes) of each token, as the Rust `Model::features` gives them."""
+    t1 = t2 = 0
+    out = []
+    for data, prefix in tokens(text):
+        t = fnv1a(data)
+        f = [feature(UNIGRAM, t), feature(BIGRAM, combine(t1, t)), feature(TRIGRAM, combine(combine(t2, t1), t))]
+        if prefix is not None:
+            f.append(feature(WORD_PREFIX, fnv1a(prefix)))
+        out.append(f)
+        t2, t1 = t1, t
+    return out
+
+
+RECENT = 1024
+
+
+def counted(per_token, window):
+    """The features that count at each token: those that did not count within the last
+    `window` tokens, remembered in a direct-mapped table of RECENT slots (as in Rust)."""
+    keys, at = [0] * RECENT, [0] * RECENT
+    out = []
+    for n, fs in enumerate(per_token):
+        kept = []
+        for f in fs:
+            key, slot = max(f, 1), f % RECENT
+            if keys[slot] == key and n - at[slot] < window:
+                continue
+            keys[slot], at[slot] = key, n
+            kept.append(f)
+        out.append(kept)
+    return out
+
+
+def windows(n, window, stride):
+    """(start, end) of each window scored over n tokens."""
+    if n == 0:
+        return []
+    if n <= window:
+        return [(0, n)]
+    out = [(s, s + window) for s in range(0, n - window + 1, stride)]
+    if out[-1][0] != n - window:
+        out.append((n - window, n))
+    return out
+
+
+class Model:
+    """A model file: a table of (feature, weight) with open addressing, as in Rust."""
+
+    def __init__(self, data):
+        magic, self.bits, self.window, self.stride, self.probe, self.intercept, self.scale = HEADER.unpack_from(data)
+        if magic != MAGIC:
+            raise ValueError("not an injection model")
+        slots = 1 << self.bits
+        keys = struct.unpack_from(f"<{slots}I", data, HEADER.size)
+        values = struct.unpack_from(f"<{slots}h", data, HEADER.size + 4 * slots)
+        self.weights = {k: w for k, w in zip(keys, values) if k != 0}
+
+    @staticmethod
+    def dump(window, stride, intercept, scale, weights):
+        """A model file holding `weights` ({feature: weight}) in a table at most 60% full."""
+        bits = 8
+        while (1 << bits) * 3 < len(weights) * 5:  # at most 60% full
+            bits += 1
+        slots = 1 << bits
+        keys, values, probe = [0] * slots, [0] * slots, 0
+        for f in sorted(weights):
+            slot, step = f >> (32 - bits), 0
+            while keys[slot] != 0:
+                slot, step = (slot + 1) % slots, step + 1
+            keys[slot], values[slot] = max(f, 1), weights[f]
+            probe = max(probe, step)
+        return (HEADER.pack(MAGIC, bits, window, stride, probe, intercept, scale)
+                + struct.pack(f"<{slots}I", *keys) + struct.pack(f"<{slots}h", *values))
+
+    def weight(self, f):
+        return self.weights.get(max(f, 1), 0)
+
+    def best_window(self, text):
+        per_token = [sum(self.weight(i) for i in f) for f in counted(features(text), self.window)]
+        spans = windows(len(per_token), self.window, self.stride)
+        if not spans:
+            return None
+        prefix = [0]
+        for c in per_token:
+            prefix.append(prefix[-1] + c)
+        return max(prefix[e] - prefix[s] for s, e in spans)
+
+    def logistic(self, total):
+        z = self.intercept + self.scale * total
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)  # the same number as Rust's 1 / (1 + exp(-z)), without overflow
+        return e / (1.0 + e)
+
+    def score(self, text):
+        best = self.best_window(text)
+        return 0.0 if best is None else self.logistic(best)
