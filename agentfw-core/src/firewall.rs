@@ -233,8 +233,12 @@ pub enum AdminAction {
     },
 }
 
-/// Everything the firewall is told.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Everything the firewall is told. The firewall is deterministic given its inputs, their
+/// times and its randomness, so an adapter can journal inputs and replay them to rebuild its
+/// state; the serialized form is stable for that: `{"input": "send", "data": {…}}`,
+/// `{"input": "timeout"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "input", content = "data", rename_all = "snake_case")]
 pub enum Input {
     Send(Outgoing),
     Deliver(Accepted),

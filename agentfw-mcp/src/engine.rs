@@ -70,11 +70,12 @@ mod rules;
 mod send;
 mod sessions;
 mod status;
+#[cfg(test)]
+mod tests;
 mod tick;
 mod trust;
 mod waking;
 
-use journal::Journaled;
 use rules::{compile_rules, stamp};
 use sessions::Session;
 

@@ -125,6 +125,10 @@ pub enum StoreError {
     Newer { path: String, found: i64 },
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
+    #[error(
+        "journal entry {seq} cannot be read ({why}): a newer agentfw wrote it, or the database is damaged; run the agentfw that wrote it, which replays and snapshots its journal, or restore a backup"
+    )]
+    Journal { seq: i64, why: String },
 }
 
 impl From<rusqlite::Error> for StoreError {

@@ -2,12 +2,12 @@
 //! `admin.from_agents`); each is journalled as an admin action and snapshotted.
 
 use agentfw_core::admission::{ComponentId, Mode, Ratings};
-use agentfw_core::firewall::AdminAction;
+use agentfw_core::firewall::{AdminAction, Input};
 use agentfw_core::message::AgentId;
 use rusqlite::params;
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, Journaled, done, reply};
+use super::{Cached, Caller, Engine, EngineError, done, reply};
 use crate::proto::code;
 use crate::store::{StoreError, ms};
 use agentfw_core::time::Timestamp;
@@ -28,7 +28,7 @@ impl Engine {
 
     fn admin(&mut self, now: Timestamp, action: AdminAction) -> Result<(), EngineError> {
         self.tx(now, |e| {
-            e.apply(now, Journaled::Admin(action))?;
+            e.apply(now, Input::Admin(action))?;
             e.security_dirty = true;
             Ok(())
         })

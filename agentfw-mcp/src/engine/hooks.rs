@@ -4,9 +4,10 @@
 use rusqlite::params;
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, Journaled, check_token, done, reply};
+use super::{Cached, Caller, Engine, EngineError, check_token, done, reply};
 use crate::proto::{HookEvent, code};
 use crate::store::ms;
+use agentfw_core::firewall::Input;
 use agentfw_core::time::Timestamp;
 
 impl Engine {
@@ -60,7 +61,7 @@ impl Engine {
                 }
                 let label = s.agent.label();
                 let id = me.clone();
-                self.tx(now, |e| e.apply(now, Journaled::HumanTurn(id)).map(|_| ()))?;
+                self.tx(now, |e| e.apply(now, Input::HumanTurn(id)).map(|_| ()))?;
                 done(format!("a person spoke in {label}: its turn fuse is reset"))
             }
         }

@@ -1,13 +1,13 @@
 //! `inbox`: the caller's waiting messages through the firewall's delivery checks, fenced,
 //! in batches a retrying client gets again (see the parent module's docs).
 
-use agentfw_core::firewall::{Accepted, Output, Reason};
+use agentfw_core::firewall::{Accepted, Input, Output, Reason};
 use agentfw_core::message::AgentId;
 use agentfw_core::time::Timestamp;
 use rusqlite::params;
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, Journaled, check_token};
+use super::{Cached, Caller, Engine, EngineError, check_token};
 use crate::clock;
 use crate::proto::{DeliveryView, InboxResult, RefusedView};
 use crate::store::ms;
@@ -103,9 +103,9 @@ impl Engine {
                 // The trust file first (TR1): a refused sender's message never reaches the
                 // firewall's ledger; an admitted one's overlay goes under the fence (DL4).
                 let Some(overlay) = e.trust_on_delivery(now, seq, &batch, &accepted, &mut result)? else { continue };
-                let mut out = e.apply(now, Journaled::Deliver(accepted.clone()))?;
+                let mut out = e.apply(now, Input::Deliver(accepted.clone()))?;
                 if matches!(&out, Output::Held { reason, .. } if reason.code.starts_with("admission")) && e.run_refreshes(now)? {
-                    out = e.apply(now, Journaled::Deliver(accepted))?;
+                    out = e.apply(now, Input::Deliver(accepted))?;
                 }
                 match out {
                     Output::Delivered { delivery, warnings } => {

@@ -3,16 +3,13 @@
 
 use std::sync::Arc;
 
-use agentfw_core::firewall::{
-    Accepted, AdminAction, Decision, Event, Firewall, Input, Outgoing, Output, State, Verdict,
-};
+use agentfw_core::firewall::{Decision, Event, Firewall, Input, Output, State, Verdict};
 use agentfw_core::message::AgentId;
 use agentfw_core::policy::{Rules, Stage};
 use agentfw_core::time::Timestamp;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
 use rusqlite::params;
-use serde::{Deserialize, Serialize};
 
 use super::{Cached, Engine, EngineError};
 use crate::clock;
@@ -22,29 +19,6 @@ use crate::store::{self, StoreError, ms};
 pub(super) const SNAPSHOT_EVERY: u64 = 500;
 /// …or this long after the last one, if anything was journalled.
 pub(super) const SNAPSHOT_AFTER_MS: u64 = 30_000;
-
-/// A firewall input as the journal keeps it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "input", content = "data", rename_all = "snake_case")]
-pub(super) enum Journaled {
-    Send(Outgoing),
-    Deliver(Accepted),
-    HumanTurn(AgentId),
-    Admin(AdminAction),
-    Timeout,
-}
-
-impl Journaled {
-    pub(super) fn into_input(self) -> Input {
-        match self {
-            Journaled::Send(o) => Input::Send(o),
-            Journaled::Deliver(a) => Input::Deliver(a),
-            Journaled::HumanTurn(a) => Input::HumanTurn(a),
-            Journaled::Admin(a) => Input::Admin(a),
-            Journaled::Timeout => Input::Timeout,
-        }
-    }
-}
 
 impl Engine {
     /// Restore the firewall from the snapshot and replay the journal.
@@ -57,9 +31,10 @@ impl Engine {
         fw.set_rules(Arc::clone(&self.rules) as Arc<dyn Rules>);
         let count = journal.len();
         for row in journal {
-            let input: Journaled = serde_json::from_str(&row.input)?;
+            let input: Input = serde_json::from_str(&row.input)
+                .map_err(|e| StoreError::Journal { seq: row.seq, why: e.to_string() })?;
             let mut rng = ChaCha20Rng::from_seed(row.seed);
-            let _ = fw.handle(Timestamp::from_millis(row.at), &mut rng, input.into_input());
+            let _ = fw.handle(Timestamp::from_millis(row.at), &mut rng, input);
             while fw.poll_event().is_some() {}
         }
         self.journal_rows = u64::try_from(count).unwrap_or(u64::MAX);
@@ -107,7 +82,7 @@ impl Engine {
     }
 
     /// Journal `input`, feed it to the firewall, and record what it decided.
-    pub(super) fn apply(&mut self, now: Timestamp, input: Journaled) -> Result<Output, EngineError> {
+    pub(super) fn apply(&mut self, now: Timestamp, input: Input) -> Result<Output, EngineError> {
         let mut seed = [0u8; 32];
         self.seeds.fill_bytes(&mut seed);
         let json = serde_json::to_string(&input)?;
@@ -116,7 +91,7 @@ impl Engine {
         self.journal_rows += 1;
         self.touched = true;
         let mut rng = ChaCha20Rng::from_seed(seed);
-        let out = self.fw.handle(now, &mut rng, input.into_input());
+        let out = self.fw.handle(now, &mut rng, input);
         self.drain(now)?;
         Ok(out)
     }

@@ -5,7 +5,7 @@
 //! like every other input (see the parent module's docs).
 
 use agentfw_core::admission::ComponentId;
-use agentfw_core::firewall::{Accepted, AdminAction, Event};
+use agentfw_core::firewall::{Accepted, AdminAction, Event, Input};
 use agentfw_core::message::{Agent, AgentId, MessageId};
 use agentfw_core::seal::DeviceId;
 use agentfw_core::time::Timestamp;
@@ -13,7 +13,7 @@ use agentfw_relay::client::{Directory, PolicyMirror};
 use agentfw_relay::protocol::DirectoryFrame;
 use rusqlite::{OptionalExtension, params};
 
-use super::{Engine, EngineError, Journaled, one_line};
+use super::{Engine, EngineError, one_line};
 use crate::proto::{AgentView, RelayInfo};
 use crate::relay_link::{FromLink, Link, Outbound, ToLink};
 use crate::store::{self, StoreError, ms};
@@ -158,7 +158,7 @@ impl Engine {
                 let replaced = actions.iter().any(|a| matches!(a, AdminAction::SetInventory { .. }));
                 let result = self.tx(now, |e| {
                     for action in actions {
-                        e.apply(now, Journaled::Admin(action))?;
+                        e.apply(now, Input::Admin(action))?;
                     }
                     if replaced {
                         // The relay's inventory replaced the local one: add back what this

@@ -1,13 +1,13 @@
 //! `send`: a message through the firewall's sending checks into its recipient's inbox, or
 //! the outbox for another device; each outcome kept by the client's key for a retry.
 
-use agentfw_core::firewall::{Outgoing, Output, Refusal};
+use agentfw_core::firewall::{Input, Outgoing, Output, Refusal};
 use agentfw_core::message::MessageId;
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, Journaled, check_token, reply};
+use super::{Cached, Caller, Engine, EngineError, check_token, reply};
 use crate::proto::{ErrorBody, RefusalInfo, SendResult, code};
 use crate::store::ms;
 use agentfw_core::time::Timestamp;
@@ -59,9 +59,9 @@ impl Engine {
             return Err(EngineError::Reply(body));
         }
         let outcome = self.tx(now, |e| {
-            let mut out = e.apply(now, Journaled::Send(outgoing.clone()))?;
+            let mut out = e.apply(now, Input::Send(outgoing.clone()))?;
             if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
-                out = e.apply(now, Journaled::Send(outgoing.clone()))?;
+                out = e.apply(now, Input::Send(outgoing.clone()))?;
             }
             e.run_refreshes(now)?;
             let outcome = match out {

@@ -4,14 +4,14 @@
 use std::path::{Path, PathBuf};
 
 use agentfw_core::admission::{Component, ComponentId};
-use agentfw_core::firewall::AdminAction;
+use agentfw_core::firewall::{AdminAction, Input};
 use agentfw_core::identity::Identity;
 use agentfw_core::message::{Agent, AgentId};
 use agentfw_core::time::Timestamp;
 use rusqlite::params;
 
 use super::waking::WakeState;
-use super::{Cached, Caller, Engine, EngineError, Journaled, one_line, reply};
+use super::{Cached, Caller, Engine, EngineError, one_line, reply};
 use crate::components;
 use crate::procfs;
 use crate::proto::code;
@@ -170,7 +170,7 @@ impl Engine {
             })
             .collect();
         let action = AdminAction::SetComponents { agent: agent.as_str().to_owned(), components };
-        self.apply(now, Journaled::Admin(action))?;
+        self.apply(now, Input::Admin(action))?;
         Ok(())
     }
 

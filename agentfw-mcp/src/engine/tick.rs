@@ -1,13 +1,14 @@
 //! Time passing: the firewall's timeouts, wake-ups, snapshots, rule reloads and retention,
 //! run by the daemon's loop between requests, and the final snapshot.
 
+use agentfw_core::firewall::Input;
 use agentfw_core::message::AgentId;
 use agentfw_core::time::Timestamp;
 use rusqlite::params;
 
 use super::journal::{SNAPSHOT_AFTER_MS, SNAPSHOT_EVERY};
 use super::rules::stamp;
-use super::{Cached, Engine, Journaled};
+use super::{Cached, Engine};
 use crate::store::{StoreError, ms};
 
 impl Engine {
@@ -18,7 +19,7 @@ impl Engine {
         // (a clock stepped backwards) never spins the journal.
         if self.fw.poll_timeout().is_some_and(|t| t <= now) && now >= self.next_timeout {
             self.next_timeout = now + std::time::Duration::from_millis(100);
-            if let Err(e) = self.tx(now, |e| e.apply(now, Journaled::Timeout).map(|_| ())) {
+            if let Err(e) = self.tx(now, |e| e.apply(now, Input::Timeout).map(|_| ())) {
                 eprintln!("agentfw daemon: timeout processing failed: {}", e.body());
             }
         }

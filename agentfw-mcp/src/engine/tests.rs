@@ -1,0 +1,99 @@
+//! The journal across versions: a database written by an earlier build opens and replays to
+//! the same firewall state; one this build cannot read stops the daemon with a clear error.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use agentfw_core::admission::Mode;
+use agentfw_core::firewall::{AdminAction, Input, Outgoing, Output};
+use agentfw_core::message::Agent;
+use rusqlite::params;
+
+use super::*;
+use crate::config::StorageConfig;
+
+/// Journal rows exactly as earlier builds wrote them (`{"input": …, "data": …}`).
+const OLD_JOURNAL: [&str; 4] = [
+    r#"{"input":"send","data":{"from":{"id":"a1","kind":"claude","project":"web","machine":""},"to":{"id":"a2","kind":"codex","project":"api","machine":""},"body":"the schema is ready","reply_to":null}}"#,
+    r#"{"input":"human_turn","data":"a2"}"#,
+    r#"{"input":"admin","data":{"action":"set_admission_mode","mode":"report"}}"#,
+    r#"{"input":"timeout"}"#,
+];
+
+fn at(i: usize) -> Timestamp {
+    Timestamp::from_millis(1_700_000_000_000 + 1000 * u64::try_from(i).unwrap())
+}
+
+fn seed(i: usize) -> [u8; 32] {
+    [u8::try_from(i).unwrap() + 1; 32]
+}
+
+/// A home whose database holds `rows` as its journal (and no snapshot).
+fn home_with_journal(rows: &[&str]) -> (tempfile::TempDir, Home) {
+    let dir = tempfile::tempdir().unwrap();
+    let home = Home::at(dir.path()).unwrap();
+    let db = store::open(&home.db(), &StorageConfig::default()).unwrap();
+    for (i, input) in rows.iter().enumerate() {
+        db.execute(
+            "INSERT INTO journal (at, seed, input) VALUES (?1, ?2, ?3)",
+            params![store::ms(at(i)), &seed(i)[..], input],
+        )
+        .unwrap();
+    }
+    (dir, home)
+}
+
+fn open(home: Home) -> Result<Engine, StoreError> {
+    Engine::open(home, DaemonConfig::default(), None, at(100))
+}
+
+#[test]
+fn a_journal_written_by_an_earlier_build_replays_to_the_same_state() {
+    let (_dir, home) = home_with_journal(&OLD_JOURNAL);
+    let mut engine = open(home).unwrap();
+    assert_eq!(engine.journal_rows, 4);
+    assert_eq!(engine.fw.admission().mode(), Mode::Report);
+
+    // The same inputs fed to a fresh firewall, with the same times and seeds.
+    let web = Agent::new("a1", "claude", "web");
+    let api = Agent::new("a2", "codex", "api");
+    let mut direct = Firewall::new(DaemonConfig::default().firewall);
+    direct.set_rules(Arc::clone(&engine.rules) as Arc<dyn agentfw_core::policy::Rules>);
+    let inputs = [
+        Input::Send(Outgoing {
+            from: web.clone(),
+            to: api.clone(),
+            body: "the schema is ready".into(),
+            reply_to: None,
+        }),
+        Input::HumanTurn(api.id.clone()),
+        Input::Admin(AdminAction::SetAdmissionMode { mode: Mode::Report }),
+        Input::Timeout,
+    ];
+    let mut first = None;
+    for (i, input) in inputs.into_iter().enumerate() {
+        if let Output::Accepted { message, .. } = direct.handle(at(i), &mut ChaCha20Rng::from_seed(seed(i)), input) {
+            first = Some(message);
+        }
+        while direct.poll_event().is_some() {}
+    }
+    let first = first.expect("the send was accepted");
+
+    // A reply to the replayed message: accepted into its thread only if the replay recorded it.
+    let reply = Input::Send(Outgoing { from: api, to: web, body: "thanks".into(), reply_to: Some(first.id) });
+    let from_replay = engine.fw.handle(at(10), &mut ChaCha20Rng::from_seed(seed(10)), reply.clone());
+    let from_direct = direct.handle(at(10), &mut ChaCha20Rng::from_seed(seed(10)), reply);
+    assert_eq!(from_replay, from_direct);
+    match from_replay {
+        Output::Accepted { message, .. } => assert_eq!(message.thread, first.thread),
+        other => panic!("the reply was not accepted: {other:?}"),
+    }
+}
+
+#[test]
+fn a_journal_entry_this_build_cannot_read_is_a_clear_error_not_a_loss() {
+    let (_dir, home) = home_with_journal(&[OLD_JOURNAL[0], r#"{"input":"teleport","data":{}}"#]);
+    let e = open(home).unwrap_err().to_string();
+    assert!(e.contains("journal entry 2"), "{e}");
+    assert!(e.contains("newer agentfw"), "{e}");
+    assert!(e.contains("unknown variant `teleport`"), "{e}");
+}
