@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::message::{AgentId, MessageId, ThreadId};
 use crate::time::Timestamp;
 
+pub mod wake;
+
 /// What to do when a loop signal fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

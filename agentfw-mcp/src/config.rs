@@ -38,10 +38,12 @@
 //! a running state.
 
 use std::path::Path;
+use std::time::Duration;
 
 use agentfw_core::admission::{ComponentId, Mode};
 use agentfw_core::firewall::Config as FirewallConfig;
 use agentfw_core::identity::IdentityConfig;
+use agentfw_core::limits::wake::WakeLimits;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -86,6 +88,17 @@ pub struct WakeConfig {
 impl Default for WakeConfig {
     fn default() -> Self {
         Self { enabled: true, delay_ms: 1000, cooldown_secs: 10, max_per_hour: 20 }
+    }
+}
+
+impl WakeConfig {
+    /// The limits the core's wake limiter applies (WK2).
+    pub fn limits(&self) -> WakeLimits {
+        WakeLimits {
+            delay: Duration::from_millis(self.delay_ms),
+            cooldown: Duration::from_secs(self.cooldown_secs),
+            per_hour: usize::try_from(self.max_per_hour).unwrap_or(usize::MAX),
+        }
     }
 }
 

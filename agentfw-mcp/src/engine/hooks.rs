@@ -55,7 +55,7 @@ impl Engine {
             HookEvent::UserPromptSubmit => {
                 let Some(s) = self.sessions.get_mut(&me) else { return Err(reply(code::INTERNAL, "session vanished")) };
                 if let Some(prompt) = prompt
-                    && s.wake.nonces.iter().any(|(nonce, _)| prompt.contains(nonce.as_str()))
+                    && s.wake.nonces.iter().any(|nonce| prompt.contains(nonce.as_str()))
                 {
                     return done("a wake-up from agentfw, not a person: the turn fuse is not reset".to_owned());
                 }

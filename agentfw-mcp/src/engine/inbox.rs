@@ -46,7 +46,7 @@ impl Engine {
         check_token(&batch, "batch")?;
         let (previous, cleared) = match self.sessions.get_mut(&me) {
             Some(s) => {
-                s.wake.outstanding = false;
+                s.wake.limiter.read();
                 (s.last_batch.clone().filter(|b| *b != batch), s.cleared)
             }
             None => (None, true),

@@ -52,7 +52,7 @@ impl Engine {
             next = next.min(t.max(self.next_timeout));
         }
         for s in self.sessions.values() {
-            if let Some(t) = s.wake.scheduled {
+            if let Some(t) = s.wake.limiter.poll_timeout() {
                 next = next.min(t);
             }
         }
