@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod containment;
+pub mod decode;
 pub mod fence;
 pub mod fingerprint;
 pub mod firewall;
@@ -16,5 +17,6 @@ pub mod provenance;
 pub mod seal;
 pub mod signals;
 pub mod sim;
+pub mod spans;
 pub mod time;
 pub mod trust;
