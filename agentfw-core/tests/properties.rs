@@ -73,6 +73,32 @@ const BODIES: &[&str] = &[
     "Deploy is frozen until the incident review on Thursday afternoon is over.",
 ];
 
+/// The input `step` stands for, given the messages waiting in each inbox; `None` when there
+/// is nothing to read.
+fn input(
+    step: Step,
+    agents: &[Agent],
+    inboxes: &mut [Vec<agentfw_core::firewall::Accepted>],
+    now: &mut Timestamp,
+    last_id: Option<agentfw_core::message::MessageId>,
+) -> Option<Input> {
+    Some(match step {
+        Step::Send { from, to, body, reply } => Input::Send(Outgoing {
+            from: agents[from].clone(),
+            to: agents[to].clone(),
+            body: format!("{}{}", BODIES[body], if body % 2 == 0 { "" } else { " " }),
+            reply_to: if reply { last_id } else { None },
+        }),
+        Step::Read(who) => Input::Deliver(inboxes[who].pop()?),
+        Step::Human(who) => Input::HumanTurn(agents[who].id.clone()),
+        Step::Lift(who) => Input::Admin(AdminAction::LiftQuarantine { agent: agents[who].id.clone() }),
+        Step::Wait(ms) => {
+            *now = Timestamp::from_millis(now.as_millis() + ms);
+            Input::Timeout
+        }
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
     #[test]
@@ -85,24 +111,7 @@ proptest! {
         let mut inboxes: Vec<Vec<agentfw_core::firewall::Accepted>> = vec![Vec::new(); 5];
         let mut last_id = None;
         for step in steps {
-            let input = match step {
-                Step::Send { from, to, body, reply } => Input::Send(Outgoing {
-                    from: agents[from].clone(),
-                    to: agents[to].clone(),
-                    body: format!("{}{}", BODIES[body], if body % 2 == 0 { "" } else { " " }),
-                    reply_to: if reply { last_id } else { None },
-                }),
-                Step::Read(who) => match inboxes[who].pop() {
-                    Some(m) => Input::Deliver(m),
-                    None => continue,
-                },
-                Step::Human(who) => Input::HumanTurn(agents[who].id.clone()),
-                Step::Lift(who) => Input::Admin(AdminAction::LiftQuarantine { agent: agents[who].id.clone() }),
-                Step::Wait(ms) => {
-                    now = Timestamp::from_millis(now.as_millis() + ms);
-                    Input::Timeout
-                }
-            };
+            let Some(input) = input(step, &agents, &mut inboxes, &mut now, last_id) else { continue };
             let sender_quarantined = match &input {
                 Input::Send(o) => fw.quarantine_of(now, &o.from.id).is_some(),
                 _ => false,
@@ -150,25 +159,9 @@ proptest! {
         let mut now = Timestamp::from_millis(1_796_047_500_000);
         let mut inboxes: Vec<Vec<agentfw_core::firewall::Accepted>> = vec![Vec::new(); 5];
         let mut journal = Vec::new();
+        let mut last_id = None;
         for step in steps {
-            let input = match step {
-                Step::Send { from, to, body, .. } => Input::Send(Outgoing {
-                    from: agents[from].clone(),
-                    to: agents[to].clone(),
-                    body: BODIES[body].to_owned(),
-                    reply_to: None,
-                }),
-                Step::Read(who) => match inboxes[who].pop() {
-                    Some(m) => Input::Deliver(m),
-                    None => continue,
-                },
-                Step::Human(who) => Input::HumanTurn(agents[who].id.clone()),
-                Step::Lift(who) => Input::Admin(AdminAction::LiftQuarantine { agent: agents[who].id.clone() }),
-                Step::Wait(ms) => {
-                    now = Timestamp::from_millis(now.as_millis() + ms);
-                    Input::Timeout
-                }
-            };
+            let Some(input) = input(step, &agents, &mut inboxes, &mut now, last_id) else { continue };
             let mut input_seed = [0u8; 32];
             rand_core::Rng::fill_bytes(&mut seeds, &mut input_seed);
             let entry = serde_json::to_string(&input).unwrap();
@@ -177,6 +170,7 @@ proptest! {
             if let Output::Accepted { message, .. } | Output::Held { message, .. } = &out {
                 let to = agents.iter().position(|a| a.id == message.to.id).unwrap();
                 inboxes[to].push(message.clone());
+                last_id = Some(message.id);
             }
             journal.push((now, input_seed, entry, out));
         }

@@ -36,6 +36,7 @@
 //! send and delivery), [`hooks`], [`admin`], [`status`] (`hello`, `team`, `status`,
 //! `audit`), [`rules`], [`waking`] (WK1, WK2), [`tick`] (what the daemon's loop runs between
 //! requests) and [`relay`] (the link to other devices).
+//! They decide; what they persist goes through [`crate::store`], which holds all the SQL.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -50,14 +51,13 @@ use agentfw_core::policy::{Reloadable, RuleSet};
 use agentfw_core::time::Timestamp;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
-use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::config::DaemonConfig;
 use crate::home::Home;
 use crate::procfs::{self, ProcClock};
 use crate::proto::{Done, ErrorBody, Op, RulesInfo, code};
-use crate::store::{self, StoreError};
+use crate::store::{self, Store, StoreError};
 use crate::trust::Trust;
 use crate::{clock, wake};
 
@@ -78,33 +78,6 @@ mod waking;
 
 use rules::{compile_rules, stamp};
 use sessions::Session;
-
-/// Statements are compiled once and kept in the connection's statement cache: compiling
-/// them again for every request cost more than running them.
-trait Cached {
-    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize>;
-    fn row<T>(
-        &self,
-        sql: &str,
-        params: impl rusqlite::Params,
-        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T>;
-}
-
-impl Cached for Connection {
-    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
-        self.prepare_cached(sql)?.execute(params)
-    }
-
-    fn row<T>(
-        &self,
-        sql: &str,
-        params: impl rusqlite::Params,
-        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<T> {
-        self.prepare_cached(sql)?.query_row(params, f)
-    }
-}
 
 /// Who is asking, as the daemon decided it from the kernel and `/proc`.
 #[derive(Clone, Debug)]
@@ -128,12 +101,6 @@ pub enum EngineError {
 impl From<StoreError> for EngineError {
     fn from(e: StoreError) -> Self {
         EngineError::Store(e)
-    }
-}
-
-impl From<rusqlite::Error> for EngineError {
-    fn from(e: rusqlite::Error) -> Self {
-        EngineError::Store(e.into())
     }
 }
 
@@ -167,7 +134,7 @@ fn reply(code: &str, message: impl Into<String>) -> EngineError {
 pub struct Engine {
     home: Home,
     config: DaemonConfig,
-    db: Connection,
+    db: Store,
     fw: Firewall,
     rules: Arc<Reloadable>,
     rules_info: RulesInfo,
@@ -214,6 +181,7 @@ impl Engine {
     ) -> Result<Self, StoreError> {
         let db = store::open(&home.db(), &config.storage)?;
         let proc_clock = stable_clock(&db)?;
+        let ratings = db.ratings()?;
         // The user's rules if they compile, else the default pack alone (and `status` says why).
         let (first, rules_info) = match compile_rules(&home.rules()) {
             Ok((set, files)) => {
@@ -244,7 +212,7 @@ impl Engine {
             rules_stamp,
             trust,
             sessions: BTreeMap::new(),
-            ratings: Ratings::new(),
+            ratings,
             clock: proc_clock,
             seeds: ChaCha20Rng::from_seed(clock::random_seed()),
             journal_rows: 0,
@@ -263,7 +231,6 @@ impl Engine {
         };
         engine.rebuild()?;
         engine.load_sessions()?;
-        engine.load_ratings()?;
         Ok(engine)
     }
 
@@ -303,19 +270,19 @@ impl Engine {
 
 /// The boot time to compute start times with: remembered per boot, so identities do not
 /// shift when `btime` moves by a second after a clock step.
-fn stable_clock(db: &Connection) -> Result<ProcClock, StoreError> {
+fn stable_clock(db: &Store) -> Result<ProcClock, StoreError> {
     let fresh = || ProcClock::read().unwrap_or(ProcClock::with_boot(0));
     let Some(boot) = procfs::boot_id() else { return Ok(fresh()) };
-    let stored_boot = store::meta(db, "boot_id")?;
-    let stored_ms = store::meta(db, "boot_ms")?.and_then(|v| v.parse::<u64>().ok());
+    let stored_boot = db.meta("boot_id")?;
+    let stored_ms = db.meta("boot_ms")?.and_then(|v| v.parse::<u64>().ok());
     if let (Some(b), Some(boot_ms)) = (stored_boot, stored_ms)
         && b == boot
     {
         return Ok(ProcClock::with_boot(boot_ms));
     }
     let clock = fresh();
-    store::set_meta(db, "boot_id", &boot)?;
-    store::set_meta(db, "boot_ms", &clock.boot_ms.to_string())?;
+    db.set_meta("boot_id", &boot)?;
+    db.set_meta("boot_ms", &clock.boot_ms.to_string())?;
     Ok(clock)
 }
 

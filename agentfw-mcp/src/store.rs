@@ -16,12 +16,28 @@
 //! The firewall is deterministic given its inputs, time and randomness (the core is
 //! sans-IO), so its state is the last snapshot plus the journal replayed in order. See
 //! [`crate::engine`] for the order of writes in each transaction and why it is safe.
+//!
+//! All of the daemon's SQL is here, behind [`Store`]'s methods, one submodule per table:
+//! the engine decides, and calls them to persist what it decided.
 
 use std::path::Path;
 
+use agentfw_core::time::Timestamp;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
 
 use crate::config::{StorageConfig, Synchronous};
+
+mod audit;
+mod inbox;
+mod journal;
+mod outbox;
+mod ratings;
+mod sends;
+mod sessions;
+
+pub use inbox::{BatchRow, Pending};
+pub use journal::{Entry, Loaded};
+pub use sessions::StoredSession;
 
 /// The schema this build writes.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -146,15 +162,48 @@ impl From<serde_json::Error> for StoreError {
     }
 }
 
+/// The daemon's database. One engine thread owns it.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+/// Statements are compiled once and kept in the connection's statement cache: compiling
+/// them again for every request cost more than running them.
+trait Cached {
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize>;
+    fn row<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T>;
+}
+
+impl Cached for Connection {
+    fn exec(&self, sql: &str, params: impl rusqlite::Params) -> rusqlite::Result<usize> {
+        self.prepare_cached(sql)?.execute(params)
+    }
+
+    fn row<T>(
+        &self,
+        sql: &str,
+        params: impl rusqlite::Params,
+        f: impl FnOnce(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<T> {
+        self.prepare_cached(sql)?.query_row(params, f)
+    }
+}
+
 /// Open (creating if needed) the database at `path`: owner-only, WAL, the schema in place.
-pub fn open(path: &Path, config: &StorageConfig) -> Result<Connection, StoreError> {
+pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
     let conn = Connection::open(path)?;
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
     }
     conn.busy_timeout(std::time::Duration::from_secs(5))?;
-    // Every statement the engine runs stays compiled (see `engine::Cached`).
+    // Every statement the store runs stays compiled (see `Cached`).
     conn.set_prepared_statement_cache_capacity(128);
     let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
     if !mode.eq_ignore_ascii_case("wal") {
@@ -169,63 +218,63 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Connection, StoreErro
         let _: i64 = conn.query_row(&format!("PRAGMA max_page_count = {}", config.max_pages), [], |r| r.get(0))?;
     }
     conn.execute_batch(SCHEMA)?;
-    let found: Option<i64> = meta(&conn, "schema")?.and_then(|v| v.parse().ok());
+    let store = Store { conn };
+    let found: Option<i64> = store.meta("schema")?.and_then(|v| v.parse().ok());
     match found {
         Some(v) if v > SCHEMA_VERSION => {
             return Err(StoreError::Newer { path: path.display().to_string(), found: v });
         }
         Some(_) => {}
-        None => set_meta(&conn, "schema", &SCHEMA_VERSION.to_string())?,
+        None => store.set_meta("schema", &SCHEMA_VERSION.to_string())?,
     }
-    Ok(conn)
+    Ok(store)
 }
 
-pub fn meta(conn: &Connection, key: &str) -> Result<Option<String>, StoreError> {
-    Ok(conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
-}
-
-pub fn set_meta(conn: &Connection, key: &str, value: &str) -> Result<(), StoreError> {
-    conn.execute(
-        "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = ?2",
-        params![key, value],
-    )?;
-    Ok(())
-}
-
-/// One journalled input.
-#[derive(Debug)]
-pub struct JournalRow {
-    pub seq: i64,
-    pub at: u64,
-    pub seed: [u8; 32],
-    pub input: String,
-}
-
-/// The snapshot (its journal seq and state JSON), if any, and the journal after it.
-pub type Loaded = (Option<(i64, String)>, Vec<JournalRow>);
-
-/// Read the snapshot and the journal after it.
-pub fn load_state(conn: &Connection) -> Result<Loaded, StoreError> {
-    let snapshot: Option<(i64, String)> = conn
-        .query_row("SELECT seq, state FROM snapshot WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
-    let after = snapshot.as_ref().map_or(0, |(seq, _)| *seq);
-    let mut stmt = conn.prepare("SELECT seq, at, seed, input FROM journal WHERE seq > ?1 ORDER BY seq")?;
-    let rows = stmt.query_map([after], |r| {
-        let seed: Vec<u8> = r.get(2)?;
-        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, seed, r.get::<_, String>(3)?))
-    })?;
-    let mut journal = Vec::new();
-    for row in rows {
-        let (seq, at, seed, input) = row?;
-        let seed: [u8; 32] =
-            seed.try_into().map_err(|_| StoreError::Corrupt(format!("journal entry {seq} has a bad seed")))?;
-        journal.push(JournalRow { seq, at: u64::try_from(at).unwrap_or(0), seed, input });
+impl Store {
+    pub fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+        Ok(self.conn.row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0)).optional()?)
     }
-    Ok((snapshot, journal))
+
+    pub fn set_meta(&self, key: &str, value: &str) -> Result<(), StoreError> {
+        self.conn.exec(
+            "INSERT INTO meta (key, value) VALUES (?1, ?2) ON CONFLICT (key) DO UPDATE SET value = ?2",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// Starts the transaction of one request (see [`crate::engine`]).
+    pub fn begin(&self) -> Result<(), StoreError> {
+        self.conn.exec("BEGIN IMMEDIATE", [])?;
+        Ok(())
+    }
+
+    pub fn commit(&self) -> Result<(), StoreError> {
+        self.conn.exec("COMMIT", [])?;
+        Ok(())
+    }
+
+    /// Undoes the open transaction, if there is one.
+    pub fn rollback(&self) {
+        let _ = self.conn.execute_batch("ROLLBACK");
+    }
+
+    /// Retention: audit records before `audit_before` (AM4); send outcomes and finished inbox
+    /// rows before `done_before`. Returns how many audit records went.
+    pub fn prune(&self, audit_before: Timestamp, done_before: Timestamp) -> Result<usize, StoreError> {
+        let pruned = self.conn.exec("DELETE FROM audit WHERE at < ?1", [ms(audit_before)])?;
+        self.conn.exec("DELETE FROM sends WHERE at < ?1", [ms(done_before)])?;
+        self.conn.exec("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [ms(done_before)])?;
+        Ok(pruned)
+    }
 }
 
 /// Milliseconds as SQLite stores them.
-pub fn ms(t: agentfw_core::time::Timestamp) -> i64 {
+pub fn ms(t: Timestamp) -> i64 {
     i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A time SQLite stored.
+fn at(ms: i64) -> Timestamp {
+    Timestamp::from_millis(u64::try_from(ms).unwrap_or(0))
 }

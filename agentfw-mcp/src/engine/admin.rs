@@ -4,12 +4,11 @@
 use agentfw_core::admission::{ComponentId, Mode, Ratings};
 use agentfw_core::firewall::{AdminAction, Input};
 use agentfw_core::message::AgentId;
-use rusqlite::params;
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, done, reply};
+use super::{Caller, Engine, EngineError, done, reply};
 use crate::proto::code;
-use crate::store::{StoreError, ms};
+use crate::store::StoreError;
 use agentfw_core::time::Timestamp;
 
 impl Engine {
@@ -73,11 +72,7 @@ impl Engine {
         let count = ratings.len();
         self.tx(now, |e| {
             for (id, score) in &ratings {
-                e.db.exec(
-                    "INSERT INTO ratings (component, score, source, at) VALUES (?1, ?2, ?3, ?4)
-                     ON CONFLICT (component) DO UPDATE SET score = ?2, source = ?3, at = ?4",
-                    params![id.as_str(), score.map(|s| s.as_f64()), source, ms(now)],
-                )?;
+                e.db.set_rating(now, id, *score, source)?;
                 e.ratings.insert(id.clone(), *score);
             }
             let agents: Vec<AgentId> = e.sessions.keys().cloned().collect();
@@ -100,8 +95,8 @@ impl Engine {
     }
 
     fn reload_ratings(&mut self) -> Result<(), StoreError> {
-        self.ratings.clear();
-        self.load_ratings()
+        self.ratings = self.db.ratings()?;
+        Ok(())
     }
 
     pub(super) fn op_mode(&mut self, now: Timestamp, caller: &Caller, mode: Mode) -> Result<Value, EngineError> {
@@ -158,17 +153,5 @@ impl Engine {
         self.require_person(caller, "daemon stop")?;
         self.stop = true;
         done("the daemon is stopping".to_owned())
-    }
-
-    pub(super) fn load_ratings(&mut self) -> Result<(), StoreError> {
-        let mut stmt = self.db.prepare_cached("SELECT component, score FROM ratings")?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<f64>>(1)?)))?;
-        for row in rows {
-            let (component, score) = row?;
-            let Ok(id) = ComponentId::new(component) else { continue };
-            let score = score.and_then(|s| agentfw_core::admission::Score::new(s).ok());
-            self.ratings.insert(id, score);
-        }
-        Ok(())
     }
 }

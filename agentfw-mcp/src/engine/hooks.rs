@@ -1,12 +1,10 @@
 //! Harness hooks: a session start names the harness's session (ID4), a person's prompt
 //! resets the turn fuse (LM2) unless it is agentfw's own wake-up.
 
-use rusqlite::params;
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, check_token, done, reply};
+use super::{Caller, Engine, EngineError, check_token, done, reply};
 use crate::proto::{HookEvent, code};
-use crate::store::ms;
 use agentfw_core::firewall::Input;
 use agentfw_core::time::Timestamp;
 
@@ -41,12 +39,7 @@ impl Engine {
                     s.identity.session = refined.session;
                 }
                 let label = s.agent.label();
-                let thread = s.thread_id.clone();
-                let identity = serde_json::to_string(&s.identity)?;
-                self.db.exec(
-                    "UPDATE sessions SET session_id = ?2, thread_id = ?3, identity = ?4, last_seen = ?5 WHERE agent_id = ?1",
-                    params![me.as_str(), session_id, thread, identity, ms(now)],
-                )?;
+                self.db.record_harness_session(now, &me, session_id, s.thread_id.as_deref(), &s.identity)?;
                 if self.waiting(&me)? > 0 {
                     self.schedule_wake(now, &me);
                 }

@@ -3,17 +3,16 @@
 
 use std::sync::Arc;
 
-use agentfw_core::firewall::{Decision, Event, Firewall, Input, Output, State, Verdict};
+use agentfw_core::firewall::{Decision, Event, Firewall, Input, Output, Verdict};
 use agentfw_core::message::AgentId;
-use agentfw_core::policy::{Rules, Stage};
+use agentfw_core::policy::Rules;
 use agentfw_core::time::Timestamp;
 use rand_chacha::ChaCha20Rng;
 use rand_core::{Rng, SeedableRng};
-use rusqlite::params;
 
-use super::{Cached, Engine, EngineError};
+use super::{Engine, EngineError};
 use crate::clock;
-use crate::store::{self, StoreError, ms};
+use crate::store::StoreError;
 
 /// Snapshot after this many journalled inputs…
 pub(super) const SNAPSHOT_EVERY: u64 = 500;
@@ -23,18 +22,16 @@ pub(super) const SNAPSHOT_AFTER_MS: u64 = 30_000;
 impl Engine {
     /// Restore the firewall from the snapshot and replay the journal.
     pub(super) fn rebuild(&mut self) -> Result<(), StoreError> {
-        let (snapshot, journal) = store::load_state(&self.db)?;
+        let (snapshot, journal) = self.db.load_state()?;
         let mut fw = match snapshot {
-            Some((_, state)) => Firewall::restore(serde_json::from_str::<State>(&state)?),
+            Some(state) => Firewall::restore(state),
             None => Firewall::new(self.config.firewall.clone()),
         };
         fw.set_rules(Arc::clone(&self.rules) as Arc<dyn Rules>);
         let count = journal.len();
-        for row in journal {
-            let input: Input = serde_json::from_str(&row.input)
-                .map_err(|e| StoreError::Journal { seq: row.seq, why: e.to_string() })?;
-            let mut rng = ChaCha20Rng::from_seed(row.seed);
-            let _ = fw.handle(Timestamp::from_millis(row.at), &mut rng, input);
+        for entry in journal {
+            let mut rng = ChaCha20Rng::from_seed(entry.seed);
+            let _ = fw.handle(entry.at, &mut rng, entry.input);
             while fw.poll_event().is_some() {}
         }
         self.journal_rows = u64::try_from(count).unwrap_or(u64::MAX);
@@ -49,7 +46,7 @@ impl Engine {
         now: Timestamp,
         f: impl FnOnce(&mut Self) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
-        self.db.exec("BEGIN IMMEDIATE", [])?;
+        self.db.begin()?;
         self.touched = false;
         self.security_dirty = false;
         self.accepted_for.clear();
@@ -60,9 +57,9 @@ impl Engine {
         {
             result = Err(e);
         }
-        let result = result.and_then(|v| self.db.exec("COMMIT", []).map(|_| v).map_err(EngineError::from));
+        let result = result.and_then(|v| self.db.commit().map(|()| v).map_err(EngineError::from));
         if result.is_err() {
-            let _ = self.db.execute_batch("ROLLBACK");
+            self.db.rollback();
             self.relay_rolled_back();
             self.refreshes.clear();
             self.accepted_for.clear();
@@ -85,9 +82,7 @@ impl Engine {
     pub(super) fn apply(&mut self, now: Timestamp, input: Input) -> Result<Output, EngineError> {
         let mut seed = [0u8; 32];
         self.seeds.fill_bytes(&mut seed);
-        let json = serde_json::to_string(&input)?;
-        self.db
-            .execute("INSERT INTO journal (at, seed, input) VALUES (?1, ?2, ?3)", params![ms(now), &seed[..], json])?;
+        self.db.append_journal(now, &seed, &input)?;
         self.journal_rows += 1;
         self.touched = true;
         let mut rng = ChaCha20Rng::from_seed(seed);
@@ -149,58 +144,17 @@ impl Engine {
     }
 
     fn audit_as(&self, d: &Decision, verdict: &str) -> Result<(), EngineError> {
-        let stage = match d.stage {
-            Stage::Sending => "sending",
-            Stage::Delivering => "delivering",
-        };
         let unverified = self.sessions.get(&d.from).and_then(|s| s.identity.unverified.as_ref()).map(|u| u.to_string());
-        let (code, rule, reason) = match &d.reason {
-            Some(r) => (Some(r.code.as_str()), r.rule.as_deref(), Some(r.text.as_str())),
-            None => (None, None, None),
-        };
-        self.db.exec(
-            "INSERT INTO audit (at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-            params![
-                ms(d.at),
-                d.id.to_string(),
-                stage,
-                d.from.as_str(),
-                d.from_label,
-                d.to.as_str(),
-                d.to_label,
-                i64::try_from(d.size).unwrap_or(i64::MAX),
-                d.hops,
-                verdict,
-                code,
-                rule,
-                reason,
-                unverified
-            ],
-        )?;
-        Ok(())
+        Ok(self.db.audit(d, verdict, unverified.as_deref())?)
     }
 
     /// A note from agentfw itself into `agent`'s inbox (a thread that closed, LM4).
     pub(super) fn note(&mut self, now: Timestamp, agent: &AgentId, text: &str) -> Result<(), EngineError> {
-        let id = format!("note-{}", clock::token());
-        self.db.exec(
-            "INSERT INTO inbox (id, kind, recipient, sender, sender_label, note, state, not_before, accepted_at)
-             VALUES (?1, 'note', ?2, 'agentfw', 'agentfw', ?3, 'pending', 0, ?4)",
-            params![id, agent.as_str(), text, ms(now)],
-        )?;
-        Ok(())
+        Ok(self.db.enqueue_note(now, &format!("note-{}", clock::token()), agent, text)?)
     }
 
     pub(super) fn snapshot_in_tx(&mut self, now: Timestamp) -> Result<(), EngineError> {
-        let state = serde_json::to_string(&self.fw.snapshot())?;
-        let seq: i64 = self.db.row("SELECT COALESCE(MAX(seq), 0) FROM journal", [], |r| r.get(0))?;
-        self.db.exec(
-            "INSERT INTO snapshot (id, seq, at, state) VALUES (1, ?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2, state = ?3",
-            params![seq, ms(now), state],
-        )?;
-        self.db.exec("DELETE FROM journal WHERE seq <= ?1", [seq])?;
+        self.db.write_snapshot(now, &self.fw.snapshot())?;
         self.journal_rows = 0;
         self.last_snapshot = now;
         Ok(())

@@ -11,12 +11,11 @@ use agentfw_core::seal::DeviceId;
 use agentfw_core::time::Timestamp;
 use agentfw_relay::client::{Directory, PolicyMirror};
 use agentfw_relay::protocol::DirectoryFrame;
-use rusqlite::{OptionalExtension, params};
 
 use super::{Engine, EngineError, one_line};
 use crate::proto::{AgentView, RelayInfo};
 use crate::relay_link::{FromLink, Link, Outbound, ToLink};
-use crate::store::{self, StoreError, ms};
+use crate::store::StoreError;
 
 /// Where the relay's policy mirror is kept (`meta`), with the firewall's state.
 const MIRROR_KEY: &str = "relay_mirror";
@@ -50,32 +49,24 @@ impl Engine {
     /// Connects the engine to a relay link: loads the policy mirror, and submits what the
     /// outbox still holds (accepted before a restart, not yet stored by the relay).
     pub fn attach_relay(&mut self, link: Link, name: String) -> Result<(), StoreError> {
-        let mirror = match store::meta(&self.db, MIRROR_KEY)? {
+        let mirror = match self.db.meta(MIRROR_KEY)? {
             Some(json) => serde_json::from_str(&json)?,
             None => PolicyMirror::new(),
         };
-        let rows: Vec<(String, String)> = {
-            let mut stmt = self.db.prepare("SELECT device, message FROM outbox ORDER BY seq")?;
-            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            rows.collect::<Result<_, _>>()?
-        };
         let mut directory = Directory::default();
-        match store::meta(&self.db, DIRECTORY_KEY)?.map(|json| serde_json::from_str::<DirectoryFrame>(&json)) {
+        match self.db.meta(DIRECTORY_KEY)?.map(|json| serde_json::from_str::<DirectoryFrame>(&json)) {
             Some(Ok(saved)) => directory.apply(saved),
             Some(Err(e)) => {
                 eprintln!("agentfw daemon: ignoring the kept relay directory ({e}); the relay sends it again")
             }
             None => {}
         }
-        let mut waiting = Vec::new();
-        for (device, message) in rows {
-            let (Ok(device), Ok(message)) = (device.parse::<DeviceId>(), serde_json::from_str::<Accepted>(&message))
-            else {
-                eprintln!("agentfw daemon: dropping an unreadable outbox row");
-                continue;
-            };
-            waiting.push(Outbound { message, device });
+        let (waiting, unreadable) = self.db.outbox()?;
+        if unreadable > 0 {
+            eprintln!("agentfw daemon: dropping {unreadable} unreadable outbox row(s)");
         }
+        let waiting: Vec<Outbound> =
+            waiting.into_iter().map(|(device, message)| Outbound { message, device }).collect();
         if !waiting.is_empty() {
             eprintln!("agentfw daemon: {} message(s) for other devices still to submit to the relay", waiting.len());
             link.send(ToLink::Submit(waiting));
@@ -124,9 +115,7 @@ impl Engine {
                     devices: relay.directory.devices.values().cloned().collect(),
                     agents: relay.directory.agents.values().cloned().collect(),
                 };
-                if let Err(e) =
-                    self.tx(now, |e| Ok(store::set_meta(&e.db, DIRECTORY_KEY, &serde_json::to_string(&saved)?)?))
-                {
+                if let Err(e) = self.tx(now, |e| Ok(e.db.set_meta(DIRECTORY_KEY, &serde_json::to_string(&saved)?)?)) {
                     eprintln!("agentfw daemon: cannot keep the relay directory: {}", e.body().message);
                 }
             }
@@ -169,7 +158,7 @@ impl Engine {
                         }
                     }
                     e.security_dirty = true;
-                    store::set_meta(&e.db, MIRROR_KEY, &serde_json::to_string(&mirror)?)?;
+                    e.db.set_meta(MIRROR_KEY, &serde_json::to_string(&mirror)?)?;
                     Ok(mirror)
                 });
                 match result {
@@ -192,10 +181,7 @@ impl Engine {
 
     /// A delivery from another device into the recipient's inbox, once (by message id).
     fn receive(&mut self, now: Timestamp, mut message: Accepted) -> Result<(), EngineError> {
-        let id = message.id.to_string();
-        let seen: Option<i64> =
-            self.db.query_row("SELECT seq FROM inbox WHERE id = ?1", [&id], |r| r.get(0)).optional()?;
-        if seen.is_some() {
+        if self.db.in_inbox(message.id)? {
             return Ok(());
         }
         if !self.sessions.contains_key(&message.to.id) {
@@ -219,11 +205,7 @@ impl Engine {
 
     /// Removes a message from the outbox; returns it if it was there.
     fn unqueue(&mut self, id: MessageId) -> Result<Option<Accepted>, EngineError> {
-        let key = id.to_string();
-        let row: Option<String> =
-            self.db.query_row("SELECT message FROM outbox WHERE id = ?1", [&key], |r| r.get(0)).optional()?;
-        self.db.execute("DELETE FROM outbox WHERE id = ?1", [&key])?;
-        Ok(row.map(|m| serde_json::from_str(&m)).transpose()?)
+        Ok(self.db.take_from_outbox(id)?)
     }
 
     /// The relay refused a message this daemon had accepted: tell its sender in a note.
@@ -298,10 +280,7 @@ impl Engine {
                 format!("{} is no longer connected to the relay", m.to.label()),
             ));
         };
-        self.db.execute(
-            "INSERT INTO outbox (id, device, message, at) VALUES (?1, ?2, ?3, ?4)",
-            params![m.id.to_string(), device.to_string(), serde_json::to_string(m)?, ms(now)],
-        )?;
+        self.db.add_to_outbox(now, m, device)?;
         if let Some(relay) = self.relay.as_mut() {
             relay.outbound.push(Outbound { message: m.clone(), device });
         }
@@ -403,14 +382,14 @@ impl Engine {
     /// The relay as `agentfw status` shows it.
     pub(super) fn relay_info(&self, now: Timestamp) -> Result<Option<RelayInfo>, EngineError> {
         let Some(relay) = &self.relay else { return Ok(None) };
-        let outbox: i64 = self.db.query_row("SELECT COUNT(*) FROM outbox", [], |r| r.get(0))?;
+
         Ok(Some(RelayInfo {
             url: relay.link.url().to_owned(),
             device: relay.link.device().to_string(),
             name: relay.name.clone(),
             connected: relay.connected,
             problem: relay.problem.clone(),
-            outbox: u64::try_from(outbox).unwrap_or(0),
+            outbox: self.db.outbox_len()?,
             remote_agents: self.remote_views(now).len(),
             policy_seq: relay.mirror.seq,
         }))

@@ -3,13 +3,11 @@
 
 use agentfw_core::firewall::{Input, Outgoing, Output, Refusal};
 use agentfw_core::message::MessageId;
-use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Cached, Caller, Engine, EngineError, check_token, reply};
+use super::{Caller, Engine, EngineError, check_token, reply};
 use crate::proto::{ErrorBody, RefusalInfo, SendResult, code};
-use crate::store::ms;
 use agentfw_core::time::Timestamp;
 
 /// A stored send outcome, for keyed retries.
@@ -32,14 +30,8 @@ impl Engine {
         let me = self.session_for(now, caller)?;
         if let Some(key) = &key {
             check_token(key, "key")?;
-            let stored: Option<String> = self
-                .db
-                .query_row("SELECT outcome FROM sends WHERE sender = ?1 AND key = ?2", params![me.as_str(), key], |r| {
-                    r.get(0)
-                })
-                .optional()?;
-            if let Some(stored) = stored {
-                return match serde_json::from_str::<Outcome>(&stored)? {
+            if let Some(stored) = self.db.send_outcome::<Outcome>(&me, key)? {
+                return match stored {
                     Outcome::Sent(r) => Ok(serde_json::to_value(r)?),
                     Outcome::Failed(e) => Err(EngineError::Reply(e)),
                 };
@@ -89,10 +81,7 @@ impl Engine {
                 }
             };
             if let Some(key) = &key {
-                e.db.exec(
-                    "INSERT INTO sends (sender, key, at, outcome) VALUES (?1, ?2, ?3, ?4)",
-                    params![me.as_str(), key, ms(now), serde_json::to_string(&outcome)?],
-                )?;
+                e.db.record_send(now, &me, key, &outcome)?;
             }
             Ok(outcome)
         })?;

@@ -8,14 +8,13 @@ use agentfw_core::firewall::{AdminAction, Input};
 use agentfw_core::identity::Identity;
 use agentfw_core::message::{Agent, AgentId};
 use agentfw_core::time::Timestamp;
-use rusqlite::params;
 
 use super::waking::WakeState;
-use super::{Cached, Caller, Engine, EngineError, one_line, reply};
+use super::{Caller, Engine, EngineError, one_line, reply};
 use crate::components;
 use crate::procfs;
 use crate::proto::code;
-use crate::store::{StoreError, ms};
+use crate::store::StoreError;
 
 #[derive(Debug)]
 pub(super) struct Session {
@@ -37,36 +36,32 @@ pub(super) struct Session {
     pub(super) cleared: bool,
 }
 
+impl Session {
+    fn new(identity: Identity, last_seen: Timestamp) -> Self {
+        Self {
+            agent: identity.to_agent(),
+            identity,
+            thread_id: None,
+            project_dir: None,
+            home: None,
+            codex_home: None,
+            claude_wake: None,
+            components: None,
+            components_error: None,
+            last_seen,
+            wake: WakeState::default(),
+            last_batch: None,
+            cleared: false,
+        }
+    }
+}
+
 impl Engine {
     pub(super) fn load_sessions(&mut self) -> Result<(), StoreError> {
-        let mut stmt = self.db.prepare_cached("SELECT identity, thread_id, last_seen FROM sessions")?;
-        let rows =
-            stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?, r.get::<_, i64>(2)?)))?;
-        let mut loaded = Vec::new();
-        for row in rows {
-            let (identity, thread_id, last_seen) = row?;
-            let Ok(identity) = serde_json::from_str::<Identity>(&identity) else { continue };
-            loaded.push((identity, thread_id, last_seen));
-        }
-        drop(stmt);
-        for (identity, thread_id, last_seen) in loaded {
-            let agent = identity.to_agent();
-            let session = Session {
-                agent: agent.clone(),
-                identity,
-                thread_id,
-                project_dir: None,
-                home: None,
-                codex_home: None,
-                claude_wake: None,
-                components: None,
-                components_error: None,
-                last_seen: Timestamp::from_millis(u64::try_from(last_seen).unwrap_or(0)),
-                wake: WakeState::default(),
-                last_batch: None,
-                cleared: false,
-            };
-            self.sessions.insert(agent.id, session);
+        for stored in self.db.sessions()? {
+            let mut session = Session::new(stored.identity, stored.last_seen);
+            session.thread_id = stored.thread_id;
+            self.sessions.insert(session.agent.id.clone(), session);
         }
         Ok(())
     }
@@ -85,30 +80,9 @@ impl Engine {
                 }
                 _ => None,
             };
-        let fresh = !self.sessions.contains_key(&id);
-        if fresh {
-            let identity_json = serde_json::to_string(identity)?;
-            self.db.exec(
-                "INSERT INTO sessions (agent_id, identity, session_id, first_seen, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)
-                 ON CONFLICT (agent_id) DO UPDATE SET identity = ?2, last_seen = ?4",
-                params![id.as_str(), identity_json, identity.session.as_ref().map(|s| s.id.as_str()), ms(now)],
-            )?;
-            let session = Session {
-                agent: identity.to_agent(),
-                identity: identity.clone(),
-                thread_id: None,
-                project_dir: None,
-                home: None,
-                codex_home: None,
-                claude_wake: None,
-                components: None,
-                components_error: None,
-                last_seen: now,
-                wake: WakeState::default(),
-                last_batch: None,
-                cleared: false,
-            };
-            self.sessions.insert(id.clone(), session);
+        if !self.sessions.contains_key(&id) {
+            self.db.register_session(now, &id, identity)?;
+            self.sessions.insert(id.clone(), Session::new(identity.clone(), now));
         }
         let Some(s) = self.sessions.get_mut(&id) else {
             return Err(reply(code::INTERNAL, "session vanished"));

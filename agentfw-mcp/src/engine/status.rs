@@ -6,10 +6,9 @@ use agentfw_core::time::Timestamp;
 use serde_json::Value;
 
 use super::sessions::Session;
-use super::{Cached, Caller, Engine, EngineError, version};
+use super::{Caller, Engine, EngineError, version};
 use crate::proto::{
-    self, AgentView, AuditQuery, AuditRecord, AuditResult, Contained, DaemonInfo, HelloResult, QuarantineView,
-    StatusResult, TeamResult, code,
+    self, AgentView, AuditQuery, Contained, DaemonInfo, HelloResult, QuarantineView, StatusResult, TeamResult, code,
 };
 
 /// Gone sessions stay in `team` this long.
@@ -88,7 +87,6 @@ impl Engine {
     pub(super) fn op_status(&mut self, now: Timestamp, caller: &Caller) -> Result<Value, EngineError> {
         let me = self.session_for(now, caller).ok();
         let team = self.team(now, me.as_ref());
-        let pending: i64 = self.db.row("SELECT COUNT(*) FROM inbox WHERE state = 'pending'", [], |r| r.get(0))?;
         let quarantined = self
             .fw
             .containment()
@@ -116,7 +114,7 @@ impl Engine {
             },
             sessions_live: team.iter().filter(|v| v.live && v.machine.is_none()).count(),
             sessions_total: self.sessions.len(),
-            inbox_pending: u64::try_from(pending).unwrap_or(0),
+            inbox_pending: self.db.waiting_total()?,
             quarantined,
             remembered_texts: self.fw.containment().remembered().count(),
             admission: proto::AdmissionInfo {
@@ -133,63 +131,7 @@ impl Engine {
     }
 
     pub(super) fn op_audit(&mut self, q: &AuditQuery) -> Result<Value, EngineError> {
-        let limit = i64::from(q.limit.unwrap_or(1000).clamp(1, 10_000));
-        let mut sql = String::from(
-            "SELECT seq, at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified
-             FROM audit WHERE seq > ?1 AND at >= ?2",
-        );
-        let mut args: Vec<Value> = vec![
-            Value::from(q.after.unwrap_or(0)),
-            Value::from(i64::try_from(q.since.unwrap_or(0)).unwrap_or(i64::MAX)),
-        ];
-        for (field, value) in [("from", &q.from), ("to", &q.to)] {
-            if let Some(v) = value {
-                let n = args.len();
-                sql.push_str(&format!(
-                    " AND ({field}_id = ?{a} OR {field}_label = ?{a} COLLATE NOCASE OR {field}_label LIKE ?{b} ESCAPE '\\')",
-                    a = n + 1,
-                    b = n + 2
-                ));
-                let escaped = v.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
-                args.push(Value::from(v.clone()));
-                args.push(Value::from(format!("{escaped} (%")));
-            }
-        }
-        sql.push_str(&format!(" ORDER BY seq LIMIT {limit}"));
-        let mut stmt = self.db.prepare(&sql)?;
-        let params: Vec<Box<dyn rusqlite::ToSql>> = args
-            .into_iter()
-            .map(|v| -> Box<dyn rusqlite::ToSql> {
-                match v {
-                    Value::Number(n) => Box::new(n.as_i64().unwrap_or(0)),
-                    Value::String(s) => Box::new(s),
-                    _ => Box::new(rusqlite::types::Null),
-                }
-            })
-            .collect();
-        let records: Vec<AuditRecord> = stmt
-            .query_map(rusqlite::params_from_iter(params.iter()), |r| {
-                Ok(AuditRecord {
-                    seq: r.get(0)?,
-                    at: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
-                    id: r.get(2)?,
-                    stage: r.get(3)?,
-                    from: r.get(4)?,
-                    from_label: r.get(5)?,
-                    to: r.get(6)?,
-                    to_label: r.get(7)?,
-                    size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
-                    hops: r.get(9)?,
-                    verdict: r.get(10)?,
-                    code: r.get(11)?,
-                    rule: r.get(12)?,
-                    reason: r.get(13)?,
-                    unverified: r.get(14)?,
-                })
-            })?
-            .collect::<Result<_, _>>()?;
-        let next = (i64::try_from(records.len()).unwrap_or(0) == limit).then(|| records.last().map_or(0, |r| r.seq));
-        Ok(serde_json::to_value(AuditResult { records, next })?)
+        Ok(serde_json::to_value(self.db.audit_records(q)?)?)
     }
 }
 

@@ -4,12 +4,11 @@
 use agentfw_core::firewall::Input;
 use agentfw_core::message::AgentId;
 use agentfw_core::time::Timestamp;
-use rusqlite::params;
 
+use super::Engine;
 use super::journal::{SNAPSHOT_AFTER_MS, SNAPSHOT_EVERY};
 use super::rules::stamp;
-use super::{Cached, Engine};
-use crate::store::{StoreError, ms};
+use crate::store::StoreError;
 
 impl Engine {
     /// Run what is due: firewall timeouts, wake-ups, snapshots, rule reloads, retention.
@@ -62,23 +61,17 @@ impl Engine {
     /// Retention: audit older than `audit.retention_days` (AM4), send outcomes and finished
     /// inbox rows older than a day, waiting rows for sessions gone for a week.
     fn housekeeping(&mut self, now: Timestamp) -> Result<(), StoreError> {
-        let day = 24 * 3600 * 1000_i64;
-        let now_ms = ms(now);
-        let keep = i64::try_from(self.config.audit.retention_days).unwrap_or(i64::MAX / day).saturating_mul(day);
-        let pruned = self.db.exec("DELETE FROM audit WHERE at < ?1", [now_ms.saturating_sub(keep)])?;
-        self.db.exec("DELETE FROM sends WHERE at < ?1", [now_ms - day])?;
-        self.db.exec("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [now_ms - day])?;
+        const DAY_MS: u64 = 24 * 3600 * 1000;
+        let ago = |ms: u64| Timestamp::from_millis(now.as_millis().saturating_sub(ms));
+        let pruned = self.db.prune(ago(self.config.audit.retention_days.saturating_mul(DAY_MS)), ago(DAY_MS))?;
         let gone: Vec<AgentId> = self
             .sessions
             .iter()
-            .filter(|(_, s)| {
-                !self.alive(s) && now.as_millis().saturating_sub(s.last_seen.as_millis()) > 7 * 24 * 3600 * 1000
-            })
+            .filter(|(_, s)| !self.alive(s) && now.as_millis().saturating_sub(s.last_seen.as_millis()) > 7 * DAY_MS)
             .map(|(id, _)| id.clone())
             .collect();
         for id in gone {
-            self.db.exec("DELETE FROM inbox WHERE recipient = ?1", [id.as_str()])?;
-            self.db.exec("DELETE FROM sessions WHERE agent_id = ?1", [id.as_str()])?;
+            self.db.forget_session(&id)?;
             self.sessions.remove(&id);
         }
         if pruned > 0 {
@@ -98,9 +91,7 @@ impl Engine {
             eprintln!("agentfw daemon: cannot write the final snapshot: {}", e.body());
         }
         for (id, s) in &self.sessions {
-            let _ = self
-                .db
-                .exec("UPDATE sessions SET last_seen = ?2 WHERE agent_id = ?1", params![id.as_str(), ms(s.last_seen)]);
+            let _ = self.db.touch_session(id, s.last_seen);
         }
     }
 }

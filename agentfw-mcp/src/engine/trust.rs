@@ -7,12 +7,10 @@ use agentfw_core::firewall::{Accepted, Decision, Outgoing, Reason, Verdict};
 use agentfw_core::message::{AgentId, MessageId};
 use agentfw_core::policy::Stage;
 use agentfw_core::time::Timestamp;
-use rusqlite::params;
 
 use super::send::Outcome;
-use super::{Cached, Engine, EngineError};
+use super::{Engine, EngineError};
 use crate::proto::{ErrorBody, InboxResult, RefusalInfo, RefusedView, code};
-use crate::store::ms;
 use crate::trust::{self, Standing};
 
 impl Engine {
@@ -52,14 +50,11 @@ impl Engine {
             verdict: Verdict::Deny,
             reason: Some(Reason { code: trust_code.to_owned(), rule: None, text: message }),
         };
-        let outcome = serde_json::to_string(&Outcome::Failed(body.clone()))?;
+        let outcome = Outcome::Failed(body.clone());
         self.tx(now, |e| {
             e.audit(&d)?;
             if let Some(key) = key {
-                e.db.exec(
-                    "INSERT INTO sends (sender, key, at, outcome) VALUES (?1, ?2, ?3, ?4)",
-                    params![me.as_str(), key, ms(now), outcome],
-                )?;
+                e.db.record_send(now, me, key, &outcome)?;
             }
             Ok(())
         })?;
@@ -105,10 +100,7 @@ impl Engine {
         trust_code: &str,
         reason: &str,
     ) -> Result<(), EngineError> {
-        self.db.exec(
-            "UPDATE inbox SET state = 'refused', batch = ?2, reason = ?3, message = NULL, done_at = ?4 WHERE seq = ?1",
-            params![seq, batch, reason, ms(now)],
-        )?;
+        self.db.mark_refused(now, seq, batch, reason)?;
         self.audit(&Decision {
             at: now,
             id: m.id,

@@ -1,0 +1,110 @@
+//! `audit`: every decision, metadata only (AM4): who, whom, when, size, hops, verdict, rule
+//! and reason, never the text.
+
+use agentfw_core::firewall::Decision;
+use agentfw_core::policy::Stage;
+use rusqlite::params;
+use serde_json::Value;
+
+use super::{Cached, Store, StoreError, ms};
+use crate::proto::{AuditQuery, AuditRecord, AuditResult};
+
+impl Store {
+    /// Records `d` with `verdict` (`allow`, `deny`, `hold` or `would_refuse`), and, when the
+    /// sender's identity is not verified, why.
+    pub fn audit(&self, d: &Decision, verdict: &str, unverified: Option<&str>) -> Result<(), StoreError> {
+        let stage = match d.stage {
+            Stage::Sending => "sending",
+            Stage::Delivering => "delivering",
+        };
+        let (code, rule, reason) = match &d.reason {
+            Some(r) => (Some(r.code.as_str()), r.rule.as_deref(), Some(r.text.as_str())),
+            None => (None, None, None),
+        };
+        self.conn.exec(
+            "INSERT INTO audit (at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            params![
+                ms(d.at),
+                d.id.to_string(),
+                stage,
+                d.from.as_str(),
+                d.from_label,
+                d.to.as_str(),
+                d.to_label,
+                i64::try_from(d.size).unwrap_or(i64::MAX),
+                d.hops,
+                verdict,
+                code,
+                rule,
+                reason,
+                unverified
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// The records `q` asks for, oldest first: after a seq, since a time, from or to an agent
+    /// (by id or label), at most `limit` (1 to 10,000; 1,000 if not given), and where the
+    /// next page starts if there may be more.
+    pub fn audit_records(&self, q: &AuditQuery) -> Result<AuditResult, StoreError> {
+        let limit = i64::from(q.limit.unwrap_or(1000).clamp(1, 10_000));
+        let mut sql = String::from(
+            "SELECT seq, at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified
+             FROM audit WHERE seq > ?1 AND at >= ?2",
+        );
+        let mut args: Vec<Value> = vec![
+            Value::from(q.after.unwrap_or(0)),
+            Value::from(i64::try_from(q.since.unwrap_or(0)).unwrap_or(i64::MAX)),
+        ];
+        for (field, value) in [("from", &q.from), ("to", &q.to)] {
+            if let Some(v) = value {
+                let n = args.len();
+                sql.push_str(&format!(
+                    " AND ({field}_id = ?{a} OR {field}_label = ?{a} COLLATE NOCASE OR {field}_label LIKE ?{b} ESCAPE '\\')",
+                    a = n + 1,
+                    b = n + 2
+                ));
+                let escaped = v.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+                args.push(Value::from(v.clone()));
+                args.push(Value::from(format!("{escaped} (%")));
+            }
+        }
+        sql.push_str(&format!(" ORDER BY seq LIMIT {limit}"));
+        // Not cached: the query's shape varies, and it is not on a hot path.
+        let mut stmt = self.conn.prepare(&sql)?;
+        let params: Vec<Box<dyn rusqlite::ToSql>> = args
+            .into_iter()
+            .map(|v| -> Box<dyn rusqlite::ToSql> {
+                match v {
+                    Value::Number(n) => Box::new(n.as_i64().unwrap_or(0)),
+                    Value::String(s) => Box::new(s),
+                    _ => Box::new(rusqlite::types::Null),
+                }
+            })
+            .collect();
+        let records: Vec<AuditRecord> = stmt
+            .query_map(rusqlite::params_from_iter(params.iter()), |r| {
+                Ok(AuditRecord {
+                    seq: r.get(0)?,
+                    at: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
+                    id: r.get(2)?,
+                    stage: r.get(3)?,
+                    from: r.get(4)?,
+                    from_label: r.get(5)?,
+                    to: r.get(6)?,
+                    to_label: r.get(7)?,
+                    size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
+                    hops: r.get(9)?,
+                    verdict: r.get(10)?,
+                    code: r.get(11)?,
+                    rule: r.get(12)?,
+                    reason: r.get(13)?,
+                    unverified: r.get(14)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let next = (i64::try_from(records.len()).unwrap_or(0) == limit).then(|| records.last().map_or(0, |r| r.seq));
+        Ok(AuditResult { records, next })
+    }
+}
