@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::{Fingerprints, TextMemory};
-use crate::message::{AgentId, Hop, MessageId};
+use crate::message::{Agent, AgentId, Hop, MessageId};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,6 +80,15 @@ impl Containment {
     /// The live quarantine of `agent`, if any.
     pub fn quarantine_of(&self, now: Timestamp, agent: &AgentId) -> Option<&Quarantine> {
         self.quarantined.get(agent).filter(|q| q.until > now)
+    }
+
+    /// The live quarantine that holds `agent`: its own, or that of a session it runs inside
+    /// (ID6), with the id it was put on.
+    pub fn quarantine_within(&self, now: Timestamp, agent: &Agent) -> Option<(AgentId, &Quarantine)> {
+        if let Some(q) = self.quarantine_of(now, &agent.id) {
+            return Some((agent.id.clone(), q));
+        }
+        self.quarantined.iter().find(|(id, q)| q.until > now && agent.is_within(id)).map(|(id, q)| (id.clone(), q))
     }
 
     /// The remembered refusal this text matches, if any (CT2).

@@ -429,6 +429,12 @@ impl Firewall {
         self.state.containment.quarantine_of(now, agent)
     }
 
+    /// The live quarantine that holds `agent`: its own, or that of a session it runs inside
+    /// (ID6).
+    pub fn quarantine_for(&self, now: Timestamp, agent: &Agent) -> Option<&Quarantine> {
+        self.state.containment.quarantine_within(now, agent).map(|(_, q)| q)
+    }
+
     pub fn containment(&self) -> &Containment {
         &self.state.containment
     }
@@ -558,7 +564,16 @@ impl Firewall {
             self.contain(now, id, &judged, &out.to.id, prints, &rule, &reason);
             return self.refuse_send(now, id, &out, size, judged.hops, Reason::rule(rule, reason));
         }
-        let attempt = Attempt { id, from: &out.from.id, to: &out.to.id, thread, folded: &folded, whole: prints.whole };
+        let within: Vec<AgentId> = out.from.within.iter().map(|e| e.id.clone()).collect();
+        let attempt = Attempt {
+            id,
+            from: &out.from.id,
+            within: &within,
+            to: &out.to.id,
+            thread,
+            folded: &folded,
+            whole: prints.whole,
+        };
         let admit = match self.state.limits.check(now, &attempt) {
             Check::Admit(admit) => admit,
             Check::Refuse { trip, note } => {
@@ -664,7 +679,7 @@ impl Firewall {
         }
         let refused_forwarded = self.refused_forwarded(&view, decoded_body.as_deref());
         self.state.ledger.record(now, &m.to.id, text, m.provenance.clone(), refused_forwarded);
-        let fenced = fence(&m.from.label(), id, &body, rng);
+        let fenced = fence(&m.from.header_label(), id, &body, rng);
         self.state.limits.record_delivery(now, &m.to.id, m.turn);
         self.record_delivery(now, &m, Verdict::Allow, None);
         Output::Delivered { delivery: Delivery { message: m, fenced }, warnings }
@@ -672,11 +687,16 @@ impl Firewall {
 
     /// Is either end quarantined? `me` is the side acting now; `other` is the far side,
     /// named by its `role` ("the recipient", "the sender") in the reason.
+    /// A session inside a quarantined one is held with it (ID6).
     fn contained(&self, now: Timestamp, me: &Agent, other: &Agent, role: &str) -> Option<(Timestamp, Reason)> {
         let c = &self.state.containment;
-        let (who, q) = match (c.quarantine_of(now, &me.id), c.quarantine_of(now, &other.id)) {
-            (Some(q), _) => ("you are".to_owned(), q),
-            (None, Some(q)) => (format!("{role}, {}, is", other.label()), q),
+        let (who, q) = match (c.quarantine_within(now, me), c.quarantine_within(now, other)) {
+            (Some((id, q)), _) if id == me.id => ("you are".to_owned(), q),
+            (Some((id, q)), _) => (format!("the session you run inside, {}, is", enclosing_label(me, &id)), q),
+            (None, Some((id, q))) if id == other.id => (format!("{role}, {}, is", other.label()), q),
+            (None, Some((id, q))) => {
+                (format!("{role}, {}, runs inside {}, which is", other.label(), enclosing_label(other, &id)), q)
+            }
             (None, None) => return None,
         };
         let text = format!(
@@ -688,7 +708,7 @@ impl Firewall {
 
     /// Did an admin disconnect `me` from `other` (AM2)?
     fn cut_off(&self, me: &Agent, other: &Agent) -> Option<Reason> {
-        let d = self.state.disconnected.iter().find(|d| d.is(&me.id, &other.id))?;
+        let d = self.state.disconnected.iter().find(|d| me.chain().any(|x| other.chain().any(|y| d.is(x, y))))?;
         let why = if d.reason.trim().is_empty() { String::new() } else { format!(": {}", d.reason.trim()) };
         Some(Reason::new(
             "admin.disconnected",
@@ -696,10 +716,28 @@ impl Firewall {
         ))
     }
 
-    /// The admission gate for `agent`, named `subject` in reasons (AD5, AD6, AD8). Returns
-    /// the refusal and whether it only waits for the agent's refresh; a report-only warning
-    /// goes into `warnings` and the event log instead.
+    /// The admission gate for `agent` and every session it runs inside (ID6), named
+    /// `subject` in reasons (AD5, AD6, AD8). Returns the refusal and whether it only waits
+    /// for a refresh; a report-only warning goes into `warnings` and the event log instead.
     fn gate(
+        &mut self,
+        now: Timestamp,
+        id: MessageId,
+        stage: Stage,
+        agent: &Agent,
+        subject: &str,
+        warnings: &mut Vec<Reason>,
+    ) -> Option<(Reason, bool)> {
+        if let Some(refused) = self.gate_one(now, id, stage, agent, subject, warnings) {
+            return Some(refused);
+        }
+        agent.enclosing().find_map(|outer| {
+            let subject = format!("the session {} runs inside, {}, is", agent.label(), outer.label());
+            self.gate_one(now, id, stage, &outer, &subject, warnings)
+        })
+    }
+
+    fn gate_one(
         &mut self,
         now: Timestamp,
         id: MessageId,
@@ -963,4 +1001,12 @@ fn refusing_rules(rules: &dyn Rules, stage: Stage, view: &MessageView<'_>) -> Ve
         refusing.extend(explanation.decided_by);
     }
     refusing
+}
+
+/// The label of the session `id` that `agent` runs inside (ID6), or the id if it is not one.
+fn enclosing_label(agent: &Agent, id: &AgentId) -> String {
+    agent
+        .enclosing()
+        .find(|e| id.is_session_of(&e.id) || e.id.is_session_of(id))
+        .map_or_else(|| crate::label::clean(id.as_str()), |e| e.label())
 }

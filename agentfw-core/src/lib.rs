@@ -9,6 +9,7 @@ pub mod fingerprint;
 pub mod firewall;
 pub mod handoff;
 pub mod identity;
+pub mod label;
 pub mod limits;
 pub mod message;
 pub mod normalize;

@@ -175,6 +175,9 @@ impl fmt::Display for Trip {
 pub struct Attempt<'a> {
     pub id: MessageId,
     pub from: &'a AgentId,
+    /// The sessions `from` runs inside (ID6): the message counts against each of them too,
+    /// so starting nested sessions never multiplies an agent's rate, fan-out or turns.
+    pub within: &'a [AgentId],
     pub to: &'a AgentId,
     /// The thread, from [`Limits::thread_for`].
     pub thread: ThreadId,
@@ -277,23 +280,28 @@ impl Limits {
 
     /// Would this message pass every limit? Changes nothing but a thread's `noted` flag.
     pub fn check(&mut self, now: Timestamp, attempt: &Attempt<'_>) -> Check {
-        let &Attempt { from, to, thread, folded, whole, .. } = attempt;
+        let &Attempt { from, within, to, thread, folded, whole, .. } = attempt;
         let c = &self.config;
         let state = self.agents.get(from);
         let sent = || state.into_iter().flat_map(|s| s.sent.iter());
         let rate_since = now.as_millis().saturating_sub(millis(c.rate_window));
-        if sent().filter(|(at, _, _)| at.as_millis() > rate_since).count() >= c.rate {
-            return refuse(Trip::Rate { limit: c.rate, window_secs: c.rate_window.as_secs() });
-        }
         let fan_since = now.as_millis().saturating_sub(millis(c.fan_out_window));
-        let mut reached: Vec<&AgentId> =
-            sent().filter(|(at, _, _)| at.as_millis() > fan_since).map(|(_, a, _)| a).collect();
-        reached.sort();
-        reached.dedup();
-        if !reached.contains(&to) && reached.len() >= c.fan_out {
-            return refuse(Trip::FanOut { limit: c.fan_out, window_secs: c.fan_out_window.as_secs() });
+        let mut turn = 0;
+        for sender in core::iter::once(from).chain(within) {
+            let Some(state) = self.agents.get(sender) else { continue };
+            if state.sent.iter().filter(|(at, _, _)| at.as_millis() > rate_since).count() >= c.rate {
+                return refuse(Trip::Rate { limit: c.rate, window_secs: c.rate_window.as_secs() });
+            }
+            let mut reached: Vec<&AgentId> =
+                state.sent.iter().filter(|(at, _, _)| at.as_millis() > fan_since).map(|(_, a, _)| a).collect();
+            reached.sort();
+            reached.dedup();
+            if !reached.contains(&to) && reached.len() >= c.fan_out {
+                return refuse(Trip::FanOut { limit: c.fan_out, window_secs: c.fan_out_window.as_secs() });
+            }
+            turn = turn.max(state.chain);
         }
-        let turn = state.map_or(0, |s| s.chain).saturating_add(1);
+        let turn = turn.saturating_add(1);
         if turn > c.max_turns {
             return refuse(Trip::TurnFuse { limit: c.max_turns });
         }
@@ -362,12 +370,14 @@ impl Limits {
 
     /// Count a message the firewall accepted.
     pub fn record_send(&mut self, now: Timestamp, attempt: &Attempt<'_>, admit: Admit) {
-        let &Attempt { id, from, to, whole, .. } = attempt;
+        let &Attempt { id, from, within, to, whole, .. } = attempt;
         let keep = millis(self.config.rate_window.max(self.config.fan_out_window).max(self.config.repeat_window));
-        let agent = self.agents.entry(from.clone()).or_default();
-        agent.sent.push_back((now, to.clone(), whole));
-        trim(&mut agent.sent, now, keep);
-        agent.last_active = now;
+        for sender in core::iter::once(from).chain(within) {
+            let agent = self.agents.entry(sender.clone()).or_default();
+            agent.sent.push_back((now, to.clone(), whole));
+            trim(&mut agent.sent, now, keep);
+            agent.last_active = now;
+        }
         self.pairs
             .insert(pair(from, to), LastMessage { from: from.clone(), at: now, grams: admit.grams, ack: admit.ack });
         let thread = self.threads.entry(admit.thread).or_default();

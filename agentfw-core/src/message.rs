@@ -91,6 +91,14 @@ impl AgentId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether this id is `host`, or `host` refined by a harness session id (ID4): a
+    /// process hosting many sessions (Codex's app-server) is `<kind>:<pid>:<start>`, each of
+    /// its sessions `<kind>:<pid>:<start>:<session>`. What holds for the host holds for
+    /// every session it carries.
+    pub fn is_session_of(&self, host: &AgentId) -> bool {
+        self == host || self.0.strip_prefix(host.as_str()).is_some_and(|rest| rest.starts_with(':'))
+    }
 }
 
 impl fmt::Display for AgentId {
@@ -109,22 +117,99 @@ pub struct Agent {
     pub project: String,
     /// The device the agent runs on; empty for this machine.
     pub machine: String,
+    /// The sessions this one runs inside, nearest first (ID6): empty for a session started
+    /// outside any other. A nested session inherits the standing of each of them (blocked,
+    /// quarantined, not admitted, limits), and its label names them all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within: Vec<Enclosing>,
+    /// Its harness binary (or that of a session it runs inside) is not a verified build
+    /// (ID2): every delivery from it says so on its header line.
+    #[serde(default, skip_serializing_if = "core::ops::Not::not")]
+    pub unverified: bool,
+}
+
+/// A session another one runs inside (ID6).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Enclosing {
+    pub id: AgentId,
+    pub kind: String,
+    pub project: String,
 }
 
 impl Agent {
     pub fn new(id: impl Into<String>, kind: impl Into<String>, project: impl Into<String>) -> Self {
-        Self { id: AgentId::new(id), kind: kind.into(), project: project.into(), machine: String::new() }
+        Self {
+            id: AgentId::new(id),
+            kind: kind.into(),
+            project: project.into(),
+            machine: String::new(),
+            within: Vec::new(),
+            unverified: false,
+        }
     }
 
-    /// The display label of ID3, `<project> (<agent>)`, e.g. `web (claude)`.
+    /// The display label of ID3, `<project> (<agent>)`, e.g. `web (claude)`; for a nested
+    /// session each enclosing one follows, nearest first: `web (claude) in worker (cursor)`.
+    /// Every name is [cleaned](crate::label::clean), so a label is one bounded line.
     pub fn label(&self) -> String {
-        format!("{} ({})", self.project, self.kind)
+        let mut label = own_label(&self.project, &self.kind);
+        for e in &self.within {
+            label.push_str(" in ");
+            label.push_str(&own_label(&e.project, &e.kind));
+        }
+        crate::label::bounded(&label, crate::label::MAX_LABEL_CHARS)
+    }
+
+    /// How a delivery's header line names this sender: its label, and a warning before the
+    /// fence when it is unverified (ID2).
+    pub fn header_label(&self) -> String {
+        if self.unverified {
+            format!(
+                "{} [unverified: agentfw could not verify that its harness program is a genuine build]",
+                self.label()
+            )
+        } else {
+            self.label()
+        }
+    }
+
+    /// `<project> (<agent>)` of this session alone, without what it runs inside.
+    pub fn own_label(&self) -> String {
+        own_label(&self.project, &self.kind)
+    }
+
+    /// This session's id, then those of the sessions it runs inside, nearest first: the
+    /// nesting chain, as a key for whatever a session inherits from the ones around it.
+    pub fn chain(&self) -> impl Iterator<Item = &AgentId> {
+        core::iter::once(&self.id).chain(self.within.iter().map(|e| &e.id))
+    }
+
+    /// The sessions this one runs inside, each as an agent with its own enclosing chain.
+    pub fn enclosing(&self) -> impl Iterator<Item = Agent> + '_ {
+        self.within.iter().enumerate().map(|(i, e)| Agent {
+            id: e.id.clone(),
+            kind: e.kind.clone(),
+            project: e.project.clone(),
+            machine: self.machine.clone(),
+            within: self.within.get(i + 1..).unwrap_or_default().to_vec(),
+            unverified: false,
+        })
+    }
+
+    /// Does this session run inside `host` (or a session `host` carries, ID4), or is it
+    /// `host`?
+    pub fn is_within(&self, host: &AgentId) -> bool {
+        self.chain().any(|id| id.is_session_of(host) || host.is_session_of(id))
     }
 
     /// The same agent as a hop on a provenance path.
     pub fn hop(&self) -> Hop {
         Hop { agent: self.id.clone(), label: self.label() }
     }
+}
+
+fn own_label(project: &str, kind: &str) -> String {
+    format!("{} ({})", crate::label::clean(project), crate::label::clean(kind))
 }
 
 /// One agent on a message's path.

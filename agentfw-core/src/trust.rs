@@ -104,6 +104,22 @@ impl Overlay {
     }
 }
 
+impl Overlay {
+    /// This overlay, allowing no more than `outer` does: what a session nested in another may
+    /// do for its sender never exceeds what the enclosing one may (ID6).
+    fn within(mut self, outer: &Overlay) -> Overlay {
+        self.auto_read &= outer.auto_read;
+        self.auto_test &= outer.auto_test;
+        self.auto_write_paths.retain(|p| outer.auto_write_paths.contains(p));
+        for tool in &outer.require_approval {
+            if !self.require_approval.contains(tool) {
+                self.require_approval.push(tool.clone());
+            }
+        }
+        self
+    }
+}
+
 fn quoted_list(items: &[String]) -> String {
     items.iter().map(|i| format!("`{}`", crate::fence::sanitize_line(i))).collect::<Vec<_>>().join(", ")
 }
@@ -159,6 +175,9 @@ pub enum TrustRefusal {
     Blocked { sender: String, entry: String },
     /// The sender is not listed and unknown teammates are rejected.
     Unknown { sender: String },
+    /// A session the sender runs inside (ID6), `outer`, is not listed and unknown teammates
+    /// are rejected.
+    UnknownWithin { sender: String, outer: String },
 }
 
 impl TrustRefusal {
@@ -166,7 +185,7 @@ impl TrustRefusal {
     pub fn code(&self) -> &'static str {
         match self {
             TrustRefusal::Blocked { .. } => "trust.blocked",
-            TrustRefusal::Unknown { .. } => "trust.unknown",
+            TrustRefusal::Unknown { .. } | TrustRefusal::UnknownWithin { .. } => "trust.unknown",
         }
     }
 }
@@ -184,6 +203,11 @@ impl fmt::Display for TrustRefusal {
                 "refused: `{sender}` is not a teammate in the trust file and unknown teammates are \
                  rejected; ask your user to add it under `teammates:`"
             ),
+            TrustRefusal::UnknownWithin { sender, outer } => write!(
+                f,
+                "refused: `{sender}` runs inside `{outer}`, which is not a teammate in the trust file, \
+                 and unknown teammates are rejected; ask your user to add `{outer}` under `teammates:`"
+            ),
         }
     }
 }
@@ -196,21 +220,55 @@ impl TrustFile {
 
     /// The standing of `sender`: refused if blocked (by agent id or label), else its own
     /// entry (by agent id, then by label), else what `unknown_teammates.policy` says.
+    ///
+    /// A session nested in others (ID6) inherits their standing: it is refused if any
+    /// session in its chain is blocked (by id, by its whole label, or by its own label
+    /// alone, so `worker (cursor)` also blocks `web (claude) in worker (cursor)`) or is
+    /// itself refused; its own entry must name it whole (`web (claude) in worker
+    /// (cursor)` or its id), and what it may do never exceeds what the sessions around it
+    /// may. Unlisted, it is let through with nothing pre-approved: it acts for the session
+    /// that started it, which is admitted.
     pub fn overlay_for(&self, sender: &Agent) -> TrustVerdict {
         let label = sender.label();
-        let names = [normalize(sender.id.as_str()), normalize(&label)];
-        if let Some(entry) = self.blocked.iter().find(|b| names.contains(&normalize(b))) {
-            return TrustVerdict::Refuse(TrustRefusal::Blocked { sender: label, entry: entry.clone() });
-        }
-        for name in &names {
-            if let Some(t) = self.teammates.iter().find(|t| normalize(&t.who) == *name) {
-                return TrustVerdict::Admit(t.overlay.clone());
+        for agent in core::iter::once(sender.clone()).chain(sender.enclosing()) {
+            let names = [normalize(agent.id.as_str()), normalize(&agent.label()), normalize(&agent.own_label())];
+            if let Some(entry) = self.blocked.iter().find(|b| names.contains(&normalize(b))) {
+                return TrustVerdict::Refuse(TrustRefusal::Blocked { sender: label, entry: entry.clone() });
             }
         }
-        match self.unknown_teammates {
-            UnknownPolicy::Allow => TrustVerdict::Admit(Overlay::default()),
-            UnknownPolicy::Reject => TrustVerdict::Refuse(TrustRefusal::Unknown { sender: label }),
+        let mut cap: Option<Overlay> = None;
+        for outer in sender.enclosing() {
+            let overlay = match self.entry(&outer) {
+                Some(overlay) => overlay.clone(),
+                None if self.unknown_teammates == UnknownPolicy::Allow => Overlay::default(),
+                None => {
+                    let outer = outer.label();
+                    return TrustVerdict::Refuse(TrustRefusal::UnknownWithin { sender: label, outer });
+                }
+            };
+            cap = Some(match cap {
+                None => overlay,
+                Some(c) => c.within(&overlay),
+            });
         }
+        let own = match (self.entry(sender), &cap) {
+            (Some(overlay), _) => overlay.clone(),
+            (None, Some(_)) => Overlay::default(),
+            (None, None) if self.unknown_teammates == UnknownPolicy::Allow => Overlay::default(),
+            (None, None) => return TrustVerdict::Refuse(TrustRefusal::Unknown { sender: label }),
+        };
+        TrustVerdict::Admit(match cap {
+            Some(cap) => own.within(&cap),
+            None => own,
+        })
+    }
+
+    /// The teammate entry naming `agent` by id, else by its whole label.
+    fn entry(&self, agent: &Agent) -> Option<&Overlay> {
+        [normalize(agent.id.as_str()), normalize(&agent.label())]
+            .iter()
+            .find_map(|name| self.teammates.iter().find(|t| normalize(&t.who) == *name))
+            .map(|t| &t.overlay)
     }
 
     /// Whether `who` (a label or agent id) is on the blocked list.

@@ -29,10 +29,8 @@ pub struct Agent {
 impl Agent {
     fn core(&self) -> message::Agent {
         message::Agent {
-            id: AgentId::new(self.id.clone()),
-            kind: self.kind.clone(),
-            project: self.project.clone(),
             machine: self.machine.clone().unwrap_or_default(),
+            ..message::Agent::new(self.id.clone(), self.kind.clone(), self.project.clone())
         }
     }
 }

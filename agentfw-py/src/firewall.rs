@@ -48,10 +48,8 @@ impl Agent {
 impl Agent {
     fn core(&self) -> message::Agent {
         message::Agent {
-            id: AgentId::new(self.id.clone()),
-            kind: self.kind.clone(),
-            project: self.project.clone(),
             machine: self.machine.clone(),
+            ..message::Agent::new(self.id.clone(), self.kind.clone(), self.project.clone())
         }
     }
 }

@@ -36,6 +36,11 @@ pub struct AgentSpec {
     /// identity is refined by the session id (ID4).
     #[serde(default)]
     pub shared_host_args: Vec<String>,
+    /// Environment variables this harness sets for the commands it runs. A process whose
+    /// ancestry carries one is inside its session, wherever it was reparented to (AM6).
+    /// Their absence proves nothing: `env -i` clears them.
+    #[serde(default)]
+    pub env_markers: Vec<String>,
 }
 
 /// The resolver's configuration (ID1, ID2). The defaults know Claude Code, Codex, Cursor and
@@ -90,6 +95,7 @@ impl Default for IdentityConfig {
             digests: Vec::new(),
             session_env: strings(&["CLAUDE_CODE_SESSION_ID"]),
             shared_host_args: Vec::new(),
+            env_markers: strings(&["CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID"]),
         };
         let codex = AgentSpec {
             kind: "codex".into(),
@@ -102,6 +108,9 @@ impl Default for IdentityConfig {
             // Codex passes its MCP servers no session id: a verified hook refines instead.
             session_env: Vec::new(),
             shared_host_args: strings(&["app-server"]),
+            // Its npm launcher marks the native binary's environment, and its sandbox marks
+            // the commands it runs.
+            env_markers: strings(&["CODEX_MANAGED_BY_NPM", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"]),
         };
         let cursor = AgentSpec {
             kind: "cursor".into(),
@@ -111,6 +120,7 @@ impl Default for IdentityConfig {
             digests: Vec::new(),
             session_env: Vec::new(),
             shared_host_args: Vec::new(),
+            env_markers: Vec::new(),
         };
         let gemini = AgentSpec {
             kind: "gemini".into(),
@@ -125,6 +135,7 @@ impl Default for IdentityConfig {
             digests: Vec::new(),
             session_env: Vec::new(),
             shared_host_args: Vec::new(),
+            env_markers: strings(&["GEMINI_CLI"]),
         };
         Self {
             agents: vec![claude, codex, cursor, gemini],

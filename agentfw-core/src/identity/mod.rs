@@ -15,6 +15,13 @@
 //!   basename of the agent's git root, else of its working directory.
 //! - ID4: where one process hosts many sessions (Codex's `app-server`), a harness session id
 //!   refines the identity; it never replaces kind, pid and start time.
+//! - ID6: the walk does not stop at the first agent. It goes on to the top of the ancestry,
+//!   and every agent above the first is a session the first one runs inside
+//!   ([`Identity::within`]): its label names them (`web (claude) in worker (cursor)`), and it
+//!   inherits their standing. A session can never take a top-level session's label by
+//!   starting a program named like a harness.
+//! - AM6: [`Resolver::place`] decides whether a process is positively outside every agent
+//!   session, for admin commands; see [`placement`].
 //!
 //! The resolver is pure: the adapter collects the snapshot (on Linux from `/proc`) and
 //! passes it in. A corrupted snapshot (a cycle, a missing parent, a parent younger than its
@@ -24,17 +31,22 @@
 //! if the agent found has pinned digests, fill in that one process's digest and resolve again.
 
 use core::fmt;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-use crate::message::{Agent, AgentId};
+use crate::message::{Agent, AgentId, Enclosing};
 use crate::time::Timestamp;
 
+mod ancestry;
 mod config;
+pub mod placement;
 
 pub use config::{AgentSpec, IdentityConfig};
+pub use placement::Placement;
+
+use ancestry::Ancestry;
 
 /// One process as the adapter saw it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +72,25 @@ pub struct Process {
     pub script_digest: Option<String>,
     /// The git root of the working directory, if it is in a repository.
     pub git_root: Option<String>,
+    /// Whether the user this process runs as could replace its program (the executable, or
+    /// an interpreter's script): the file or a directory above it is writable by that user.
+    /// `None` when the adapter could not tell. A program its user cannot replace is a real
+    /// install (ID2); one it can must have a pinned digest.
+    pub program_writable: Option<bool>,
+    /// The interpreter's script changed after the process started: what runs is not what
+    /// the adapter hashed.
+    pub script_changed: bool,
+    /// Session id, process group, controlling terminal (`tty_nr` of `/proc/N/stat`, 0 for
+    /// none) and that terminal's foreground process group: what [`placement`] looks at.
+    pub sid: u32,
+    pub pgrp: u32,
+    pub tty: u32,
+    pub tpgid: Option<u32>,
+    /// The pseudo-terminals (their `/dev/pts` numbers) whose master side this process holds.
+    pub pty_masters: Vec<u32>,
+    /// A process of another user, seen only by its pid: nothing about it could be read, and
+    /// no session of this user runs above it, so the walk ends there.
+    pub foreign: bool,
 }
 
 /// The processes the resolver may look at, by pid.
@@ -89,6 +120,11 @@ impl Snapshot {
     pub fn is_empty(&self) -> bool {
         self.processes.is_empty()
     }
+
+    /// Every process in the snapshot, by pid.
+    pub fn processes(&self) -> impl Iterator<Item = &Process> {
+        self.processes.values()
+    }
 }
 
 impl FromIterator<Process> for Snapshot {
@@ -109,6 +145,12 @@ pub enum Unverified {
     DigestUnknown { path: String },
     /// Digests are pinned and this program's is not one of them.
     DigestMismatch { path: String, digest: String },
+    /// The program's user may replace it (or whether it may is unknown), and no digest is
+    /// pinned for this agent.
+    Unpinned { path: String },
+    /// The script changed after the interpreter started: its digest says nothing about
+    /// what runs.
+    ChangedSinceStart { path: String },
 }
 
 impl fmt::Display for Unverified {
@@ -121,6 +163,13 @@ impl fmt::Display for Unverified {
             Unverified::DigestUnknown { path } => write!(f, "digests are pinned but the digest of `{path}` is unknown"),
             Unverified::DigestMismatch { path, digest } => {
                 write!(f, "the digest of `{path}` is `{digest}`, which is not a pinned one")
+            }
+            Unverified::Unpinned { path } => write!(
+                f,
+                "`{path}` can be replaced by the user it runs as and its digest is not pinned (after installing or updating the harness, a person pins it with `agentfw identity pin`)"
+            ),
+            Unverified::ChangedSinceStart { path } => {
+                write!(f, "`{path}` changed after the process started, so what runs is not what was checked")
             }
         }
     }
@@ -147,6 +196,8 @@ pub enum StepRole {
     Launcher,
     /// The agent.
     Agent,
+    /// Any other process above an agent, on the way to the sessions it runs inside (ID6).
+    Passed,
 }
 
 /// One process on the walk from the start up to the agent.
@@ -182,8 +233,13 @@ pub struct Identity {
     pub session: Option<Session>,
     /// The process hosts many sessions: its session id is part of the identity (ID4).
     pub shared_host: bool,
-    /// The walk, from the start process up to the agent.
+    /// The walk, from the start process up to the agent (for a session in
+    /// [`Identity::within`]: from above the session inside it up to this one).
     pub chain: Vec<Step>,
+    /// The sessions this one runs inside, nearest first (ID6), each as it resolves on its
+    /// own (their own `within` is empty: the rest of this list is what encloses them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within: Vec<Identity>,
 }
 
 impl Identity {
@@ -197,9 +253,23 @@ impl Identity {
         }
     }
 
-    /// The agent as the firewall sees it.
+    /// The agent as the firewall sees it, with the sessions it runs inside (ID6) and
+    /// whether anything in that chain is unverified (ID2).
     pub fn to_agent(&self) -> Agent {
-        Agent::new(self.agent_id().as_str(), self.agent.as_str(), self.project.as_str())
+        Agent {
+            within: self
+                .within
+                .iter()
+                .map(|w| Enclosing { id: w.agent_id(), kind: w.agent.clone(), project: w.project.clone() })
+                .collect(),
+            unverified: !self.verified || self.within.iter().any(|w| !w.verified),
+            ..Agent::new(self.agent_id().as_str(), self.agent.as_str(), self.project.as_str())
+        }
+    }
+
+    /// Whether this session runs inside another one (ID6).
+    pub fn is_nested(&self) -> bool {
+        !self.within.is_empty()
     }
 
     /// Same process: same kind, pid and start time (sessions aside).
@@ -360,48 +430,84 @@ impl Resolver {
         &self.config
     }
 
-    /// The agent session that process `start` belongs to, or precisely why there is none.
+    /// The agent session that process `start` belongs to, with the sessions it runs inside
+    /// (ID6), or precisely why there is none.
     pub fn resolve(&self, snapshot: &Snapshot, start: u32) -> Result<Identity, IdentityError> {
-        let mut chain: Vec<Step> = Vec::new();
-        let mut visited = BTreeSet::new();
-        let mut child: Option<&Process> = None;
-        let mut pid = start;
-        loop {
-            if visited.len() >= self.config.max_depth {
-                return Err(IdentityError::TooDeep { start, depth: self.config.max_depth });
-            }
-            let Some(p) = snapshot.get(pid) else {
-                return Err(match child {
-                    None => IdentityError::StartNotFound { pid },
-                    Some(c) => IdentityError::ParentGone { child: c.pid, parent: pid },
-                });
+        let walk = Ancestry::walk(snapshot, start, self.config.max_depth)?;
+        let classes: Vec<Class> = walk.procs.iter().map(|p| self.classify(p)).collect();
+        let Some(inner) = classes.iter().position(|c| matches!(c, Class::Agent { .. })) else {
+            return Err(self.no_agent(&walk, &classes, start));
+        };
+        let mut chain = Vec::new();
+        for (i, (p, class)) in walk.procs.iter().zip(&classes).enumerate().take(inner) {
+            let role = match class {
+                Class::Launcher => StepRole::Launcher,
+                _ if i == 0 => StepRole::Start,
+                _ => return Err(IdentityError::Unrecognized { start, pid: p.pid, name: display_name(p) }),
             };
-            if let Some(c) = child.filter(|c| p.started_at > c.started_at) {
-                return Err(IdentityError::ParentGone { child: c.pid, parent: pid });
-            }
-            if !visited.insert(pid) {
-                return Err(IdentityError::Cycle { pid });
-            }
-            let name = display_name(p);
-            match self.classify(p) {
-                Class::Agent { index, program, script } => {
-                    chain.push(Step { pid, name, role: StepRole::Agent });
-                    return self.identity(snapshot, p, index, program, script, chain);
-                }
-                Class::Launcher => chain.push(Step { pid, name, role: StepRole::Launcher }),
-                Class::Other if child.is_none() => chain.push(Step { pid, name, role: StepRole::Start }),
-                Class::Other if p.ppid == 0 => return Err(IdentityError::NoAgent { start, top: pid, name }),
-                Class::Other => return Err(IdentityError::Unrecognized { start, pid, name }),
-            }
-            if p.ppid == 0 {
-                return Err(IdentityError::NoAgent { start, top: pid, name: display_name(p) });
-            }
-            if p.ppid == pid {
-                return Err(IdentityError::Cycle { pid });
-            }
-            child = Some(p);
-            pid = p.ppid;
+            chain.push(Step { pid: p.pid, name: display_name(p), role });
         }
+        // Above the agent, the whole ancestry must be seen: a part that could not be read
+        // could hide a session this one runs inside.
+        if let Some(e) = walk.error(start, self.config.max_depth) {
+            return Err(e);
+        }
+        let mut sessions = Vec::new();
+        let mut steps = chain;
+        for (p, class) in walk.procs.iter().zip(&classes).skip(inner) {
+            let Class::Agent { index, program, script } = class else {
+                steps.push(Step { pid: p.pid, name: display_name(p), role: StepRole::Passed });
+                continue;
+            };
+            steps.push(Step { pid: p.pid, name: display_name(p), role: StepRole::Agent });
+            let steps = std::mem::take(&mut steps);
+            sessions.push(self.identity(snapshot, p, *index, program.clone(), script.clone(), steps)?);
+        }
+        let mut sessions = sessions.into_iter();
+        let Some(mut identity) = sessions.next() else {
+            return Err(self.no_agent(&walk, &classes, start));
+        };
+        identity.within = sessions.collect();
+        let agent = identity.to_agent();
+        identity.label = agent.label();
+        for (outer, enclosing) in identity.within.iter_mut().zip(agent.enclosing()) {
+            outer.label = enclosing.label();
+        }
+        Ok(identity)
+    }
+
+    /// Why a walk met no agent.
+    fn no_agent(&self, walk: &Ancestry<'_>, classes: &[Class], start: u32) -> IdentityError {
+        // A process other than a launcher stops the walk, unless it is the top (init).
+        let stray = walk.procs.iter().zip(classes).skip(1).find(|(p, c)| matches!(c, Class::Other) && p.ppid != 0);
+        if let Some((p, _)) = stray {
+            return IdentityError::Unrecognized { start, pid: p.pid, name: display_name(p) };
+        }
+        match walk.error(start, self.config.max_depth) {
+            Some(e) => e,
+            None => {
+                let top = walk.procs.last();
+                IdentityError::NoAgent {
+                    start,
+                    top: top.map_or(start, |p| p.pid),
+                    name: top.map_or_else(String::new, |p| display_name(p)),
+                }
+            }
+        }
+    }
+
+    /// Whether `path` is a program of agent `kind`: an executable or a script of its, at
+    /// one of its install locations. What `agentfw identity pin` looks for.
+    pub fn is_program_of(&self, kind: &str, path: &str) -> bool {
+        let Some(i) = self.config.agents.iter().position(|a| a.kind == kind) else { return false };
+        self.agents.get(i).is_some_and(|a| {
+            (a.executables.matches(path) || a.scripts.matches(path)) && a.install_locations.matches(path)
+        })
+    }
+
+    /// Whether `p` is an agent (by its executable, or an interpreter's script).
+    fn is_agent(&self, p: &Process) -> bool {
+        matches!(self.classify(p), Class::Agent { .. })
     }
 
     fn classify(&self, p: &Process) -> Class {
@@ -444,19 +550,20 @@ impl Resolver {
             return Err(IdentityError::EmptyKind);
         };
         let digest = if script.is_some() { &p.script_digest } else { &p.exe_digest };
+        let pinned = |d: &String| spec.digests.iter().any(|pin| pin.eq_ignore_ascii_case(d));
         let unverified = match program {
             None => Some(Unverified::PathUnknown),
             Some(path) if !compiled.install_locations.any || !compiled.install_locations.matches(&path) => {
                 Some(Unverified::OutsideInstallLocations { path })
             }
+            Some(path) if script.is_some() && p.script_changed => Some(Unverified::ChangedSinceStart { path }),
+            Some(_) if digest.as_ref().is_some_and(pinned) => None,
+            Some(_) if p.program_writable == Some(false) => None,
             Some(path) if !spec.digests.is_empty() => match digest {
                 None => Some(Unverified::DigestUnknown { path }),
-                Some(d) if !spec.digests.iter().any(|pin| pin.eq_ignore_ascii_case(d)) => {
-                    Some(Unverified::DigestMismatch { path, digest: d.clone() })
-                }
-                Some(_) => None,
+                Some(d) => Some(Unverified::DigestMismatch { path, digest: d.clone() }),
             },
-            Some(_) => None,
+            Some(path) => Some(Unverified::Unpinned { path }),
         };
         if let (Some(why), true) = (&unverified, self.config.require_verified) {
             return Err(IdentityError::Unverified { agent: spec.kind.clone(), pid: p.pid, why: why.clone() });
@@ -466,6 +573,7 @@ impl Resolver {
         let project = project_dir.map_or_else(|| "unknown".to_owned(), project_name);
         let session = session(snapshot, spec, &chain);
         Ok(Identity {
+            within: Vec::new(),
             agent: spec.kind.clone(),
             pid: p.pid,
             started_at: p.started_at,
@@ -511,11 +619,12 @@ fn basename(path: &str) -> &str {
     path.trim_end_matches('/').rsplit('/').next().unwrap_or(path)
 }
 
-/// The project a directory names: its basename (`/` for the root).
+/// The project a directory names: its basename (`/` for the root), [cleaned](crate::label::clean):
+/// a directory's name is chosen by whoever created it (ID7).
 fn project_name(dir: &str) -> String {
     match basename(dir) {
         "" => "/".to_owned(),
-        name => name.to_owned(),
+        name => crate::label::clean(name),
     }
 }
 
