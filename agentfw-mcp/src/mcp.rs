@@ -7,9 +7,11 @@
 //!
 //! The server answers `initialize` (and `server/discover`) at once and connects to the
 //! daemon in the background, starting it if needed: Codex gives a server about a second.
-//! Standard output carries only MCP; logs go to standard error. Lines that are not JSON get
-//! a JSON-RPC parse error (-32700) and lines over 4 MiB an invalid-request error (-32600),
-//! and the session goes on.
+//! Standard output carries only MCP; logs go to standard error. Every bad line gets a
+//! JSON-RPC error and the session goes on: a line that is not UTF-8 or not JSON a parse
+//! error (-32700); one over 4 MiB, nested deeper than [`MAX_DEPTH`], or not a JSON-RPC
+//! message at all an invalid-request error (-32600). What waits to be written is bounded
+//! ([`MAX_QUEUED_BYTES`]): a client that stops reading is disconnected, not buffered for.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,7 +22,7 @@ use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabiliti
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{Mutex, mpsc};
+use tokio::sync::{Mutex, Notify, OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::client::{ClientError, Reconnecting, send_op};
 use crate::clock;
@@ -30,6 +32,10 @@ use crate::render;
 
 /// Longest JSON-RPC line accepted from the client.
 const MAX_LINE: usize = 4 << 20;
+/// Deepest nesting of arrays and objects accepted in a line (MCP messages need a handful).
+pub const MAX_DEPTH: usize = 64;
+/// Most bytes waiting to be written to a client that does not read them.
+pub const MAX_QUEUED_BYTES: usize = 16 << 20;
 
 /// What the harness puts in the model's system prompt.
 pub const INSTRUCTIONS: &str = "\
@@ -186,32 +192,75 @@ pub async fn serve_on(
 
     let (to_server, from_client) = tokio::io::duplex(1 << 20);
     let (to_client, from_server) = tokio::io::duplex(1 << 20);
-    let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    tokio::spawn(pump_in(input, to_server, lines_tx.clone()));
-    tokio::spawn(pump_out(from_server, lines_tx));
-    let writer = tokio::spawn(write_out(output, lines_rx));
-    let code = match server.serve((from_client, to_client)).await {
-        Ok(running) => match running.waiting().await {
+    let queue = Queue::new();
+    tokio::spawn(pump_in(input, to_server, queue.clone()));
+    tokio::spawn(pump_out(from_server, queue.clone()));
+    let writer = tokio::spawn(write_out(output, queue.lines));
+    let running = match server.serve((from_client, to_client)).await {
+        Ok(running) => running,
+        Err(e) => {
+            eprintln!("agentfw mcp: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = tokio::select! {
+        done = running.waiting() => match done {
             Ok(_) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("agentfw mcp: {e}");
                 ExitCode::from(2)
             }
         },
-        Err(e) => {
-            eprintln!("agentfw mcp: {e}");
-            ExitCode::from(2)
+        () = queue.overflow.notified() => {
+            eprintln!(
+                "agentfw mcp: the client stopped reading: over {MAX_QUEUED_BYTES} bytes wait to be written; disconnecting"
+            );
+            return ExitCode::from(2);
         }
     };
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
     code
 }
 
-/// Client → server: pass JSON lines on, answer the others with an error.
+/// Lines waiting for the client, bounded in bytes: each holds permits for its size until it
+/// is written. A line that finds no room means the client is not reading: `overflow`.
+#[derive(Clone)]
+struct Queue {
+    tx: mpsc::UnboundedSender<(Vec<u8>, OwnedSemaphorePermit)>,
+    lines: std::sync::Arc<Mutex<mpsc::UnboundedReceiver<(Vec<u8>, OwnedSemaphorePermit)>>>,
+    room: std::sync::Arc<Semaphore>,
+    overflow: std::sync::Arc<Notify>,
+}
+
+impl Queue {
+    fn new() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Self {
+            tx,
+            lines: std::sync::Arc::new(Mutex::new(rx)),
+            room: std::sync::Arc::new(Semaphore::new(MAX_QUEUED_BYTES)),
+            overflow: std::sync::Arc::new(Notify::new()),
+        }
+    }
+
+    /// Queue `line`; false (and the overflow signalled) if there is no room for it.
+    fn push(&self, line: Vec<u8>) -> bool {
+        let size = u32::try_from(line.len().clamp(1, MAX_QUEUED_BYTES)).unwrap_or(u32::MAX);
+        match std::sync::Arc::clone(&self.room).try_acquire_many_owned(size) {
+            Ok(permit) => self.tx.send((line, permit)).is_ok(),
+            Err(_) => {
+                self.overflow.notify_one();
+                false
+            }
+        }
+    }
+}
+
+/// Client → server: pass JSON-RPC lines on, answer every other line with an error.
 async fn pump_in(
     stdin: impl tokio::io::AsyncRead + Unpin,
     mut to_server: impl tokio::io::AsyncWrite + Unpin,
-    errors: mpsc::UnboundedSender<Vec<u8>>,
+    errors: Queue,
 ) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdin);
     let mut line = Vec::new();
@@ -238,7 +287,9 @@ async fn pump_in(
             line.clear();
             discarding = !newline;
             eprintln!("agentfw mcp: dropped a request over {MAX_LINE} bytes");
-            let _ = errors.send(error_line(-32600, &format!("Invalid Request: the request is over {MAX_LINE} bytes")));
+            if !errors.push(error_line(-32600, &format!("Invalid Request: the request is over {MAX_LINE} bytes"))) {
+                break;
+            }
             continue;
         }
         if !newline {
@@ -253,9 +304,11 @@ async fn pump_in(
         if trimmed.is_empty() {
             continue;
         }
-        if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(trimmed) {
-            eprintln!("agentfw mcp: a line from the client is not JSON: {e}");
-            let _ = errors.send(error_line(-32700, &format!("Parse error: {e}")));
+        if let Err((code, why)) = check_line(trimmed) {
+            eprintln!("agentfw mcp: a line from the client is refused: {why}");
+            if !errors.push(error_line(code, &why)) {
+                break;
+            }
             continue;
         }
         if to_server.write_all(trimmed).await.is_err() || to_server.write_all(b"\n").await.is_err() {
@@ -265,8 +318,60 @@ async fn pump_in(
     let _ = to_server.shutdown().await;
 }
 
+/// Whether a line may go on to the MCP service, else the JSON-RPC error code and message
+/// it gets. The service drops what it cannot decode without answering, so everything it
+/// could not decode is caught here: bytes that are not UTF-8, text that is not JSON, JSON
+/// nested so deep that decoding it would give up, and JSON that is no JSON-RPC message.
+fn check_line(line: &[u8]) -> Result<(), (i64, String)> {
+    let text = std::str::from_utf8(line).map_err(|e| {
+        (-32700, format!("Parse error: the line is not UTF-8 text (invalid byte at offset {})", e.valid_up_to()))
+    })?;
+    if depth(text.as_bytes()) > MAX_DEPTH {
+        return Err((-32600, format!("Invalid Request: JSON nested deeper than {MAX_DEPTH} levels")));
+    }
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| (-32700, format!("Parse error: {e}")))?;
+    let messages = match &value {
+        serde_json::Value::Array(batch) if !batch.is_empty() => batch.iter().collect(),
+        serde_json::Value::Array(_) => Vec::new(),
+        one => vec![one],
+    };
+    let valid = |m: &serde_json::Value| {
+        m.get("jsonrpc").and_then(serde_json::Value::as_str) == Some("2.0")
+            && (m.get("method").is_some() || m.get("result").is_some() || m.get("error").is_some())
+    };
+    if messages.is_empty() || !messages.into_iter().all(valid) {
+        return Err((
+            -32600,
+            "Invalid Request: expected a JSON-RPC 2.0 message (an object with \"jsonrpc\": \"2.0\" and a method, result or error)".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// How deeply arrays and objects nest in `json`, counted without parsing (brackets inside
+/// strings do not count).
+fn depth(json: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in json {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, _, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Server → client: whole lines into the writer's queue.
-async fn pump_out(from_server: impl tokio::io::AsyncRead + Unpin, lines: mpsc::UnboundedSender<Vec<u8>>) {
+async fn pump_out(from_server: impl tokio::io::AsyncRead + Unpin, lines: Queue) {
     let mut reader = BufReader::with_capacity(64 * 1024, from_server);
     loop {
         let mut line = Vec::new();
@@ -276,7 +381,7 @@ async fn pump_out(from_server: impl tokio::io::AsyncRead + Unpin, lines: mpsc::U
                 if !line.ends_with(b"\n") {
                     line.push(b'\n');
                 }
-                if lines.send(line).is_err() {
+                if !lines.push(line) {
                     break;
                 }
             }
@@ -284,11 +389,16 @@ async fn pump_out(from_server: impl tokio::io::AsyncRead + Unpin, lines: mpsc::U
     }
 }
 
-async fn write_out(mut stdout: impl tokio::io::AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<Vec<u8>>) {
-    while let Some(line) = lines.recv().await {
+async fn write_out(
+    mut stdout: impl tokio::io::AsyncWrite + Unpin,
+    lines: std::sync::Arc<Mutex<mpsc::UnboundedReceiver<(Vec<u8>, OwnedSemaphorePermit)>>>,
+) {
+    let mut lines = lines.lock().await;
+    while let Some((line, permit)) = lines.recv().await {
         if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
             break;
         }
+        drop(permit);
     }
 }
 

@@ -195,7 +195,8 @@ impl Cached for Connection {
     }
 }
 
-/// Open (creating if needed) the database at `path`: owner-only, WAL, the schema in place.
+/// Open (creating if needed) the database at `path`: owner-only, WAL, secure deletion, the
+/// schema in place.
 pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
     let conn = Connection::open(path)?;
     {
@@ -213,7 +214,9 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
         Synchronous::Full => "FULL",
         Synchronous::Normal => "NORMAL",
     };
-    conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = OFF;"))?;
+    // Erased text (delivered batches, refused messages, the journal) is overwritten with
+    // zeros, not left in free space; the engine truncates the WAL after erasing (`purge`).
+    conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"))?;
     if config.max_pages > 0 {
         let _: i64 = conn.query_row(&format!("PRAGMA max_page_count = {}", config.max_pages), [], |r| r.get(0))?;
     }
@@ -257,6 +260,18 @@ impl Store {
     /// Undoes the open transaction, if there is one.
     pub fn rollback(&self) {
         let _ = self.conn.execute_batch("ROLLBACK");
+    }
+
+    /// After text was erased: copy the WAL into the database and truncate it, so that the
+    /// pages that held the text before it was erased no longer exist in the WAL either.
+    pub fn purge(&self) -> Result<(), StoreError> {
+        let busy: i64 = self.conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))?;
+        if busy != 0 {
+            return Err(StoreError::Sqlite(
+                "the write-ahead log could not be truncated: the database is busy".to_owned(),
+            ));
+        }
+        Ok(())
     }
 
     /// Retention: audit records before `audit_before` (AM4); send outcomes and finished inbox
