@@ -23,9 +23,9 @@
 //! retention_days = 90
 //!
 //! [admin]
-//! from_agents = false   # admin commands (allow, quarantine lift, admission …) from a
-//!                       # process inside an agent session are refused: an agent must not
-//!                       # lift its own quarantine
+//! from_agents = false   # admin commands (allow, quarantine lift, unblock, admission …)
+//!                       # run only for a process placed outside every agent session
+//!                       # (AM6); `true` lets anyone run them, agents included
 //!
 //! [relay]               # written by `agentfw join URL INVITE`
 //! url = "http://relay.example:8470"
@@ -181,6 +181,21 @@ impl DaemonConfig {
         if let Some(home) = home {
             config.identity = config.identity.with_home(home);
         }
+        Ok(config)
+    }
+
+    /// The configuration of the home `dir` as the daemon and the command line use it: its
+    /// `config.toml` with `~/` expanded from `HOME`, and the digests pinned in its
+    /// [pins file](crate::pins).
+    #[allow(clippy::disallowed_methods)] // the adapter reads HOME, once
+    pub fn of_home(dir: &Path) -> Result<Self, ConfigError> {
+        let user_home = std::env::var("HOME").ok();
+        let mut config = Self::load(&dir.join("config.toml"), user_home.as_deref())?;
+        let pins = crate::pins::Pins::load(dir).map_err(|e| ConfigError::Invalid {
+            path: dir.join(crate::pins::FILE_NAME).display().to_string(),
+            problem: e.to_string(),
+        })?;
+        config.identity = pins.apply(config.identity);
         Ok(config)
     }
 

@@ -7,7 +7,11 @@
 //! - **Identity from the kernel.** For every connection the peer's pid and uid come from
 //!   `SO_PEERCRED`; a peer of another uid is refused, and the pid's ancestry (from `/proc`,
 //!   [`crate::procfs`]) decides the agent session (ID1). The identity is fixed for the
-//!   connection: nothing the client sends can change it.
+//!   connection: nothing the client sends can change it. An admin request is placed again
+//!   when it comes ([`crate::admin`], AM6), and refused if the process that connected is gone.
+//! - **Bounded.** At most [`MAX_CONNECTIONS`] connections at once (one user's daemon: they
+//!   are all that user's) and [`proto::MAX_REQUEST_BYTES`] buffered per connection; the
+//!   excess is refused with `daemon.busy` or `proto.too_large`, and the connection closed.
 //! - **One engine thread** owns the firewall and the database ([`crate::engine`]); socket
 //!   tasks hand it requests and wait for its answer. It also runs the firewall's timeouts
 //!   (`Input::Timeout` when `poll_timeout` falls due), snapshots, rule reloads, retention
@@ -21,11 +25,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::sync::mpsc;
 
-use agentfw_core::identity::Resolver;
+use agentfw_core::identity::{Placement, Resolver};
+use agentfw_core::time::Timestamp;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, Semaphore, oneshot};
 
 use crate::config::{ConfigError, DaemonConfig};
 use crate::engine::{Caller, Engine};
@@ -34,7 +39,11 @@ use crate::procfs::{self, ProcClock};
 use crate::proto::{self, ErrorBody, Op, Response, code};
 use crate::relay_link::{self, FromLink};
 use crate::store::StoreError;
-use crate::{clock, wake};
+use crate::{clock, pins, wake};
+
+/// Most connections served at once. Each costs a task, a buffer of up to
+/// [`proto::MAX_REQUEST_BYTES`] and, while its caller is decided, a blocking thread.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -73,7 +82,6 @@ enum Work {
 
 /// Run the daemon for `home` in the foreground until it is stopped. `relay` overrides the
 /// relay URL `agentfw join` wrote into the configuration.
-#[allow(clippy::disallowed_methods)] // reads HOME, once, to expand `~/` in the identity configuration
 pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
     if !cfg!(target_os = "linux") {
         return Err(DaemonError::Unsupported);
@@ -88,9 +96,8 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
         }
         let _ = std::fs::remove_file(&home.socket);
     }
-    let user_home = std::env::var("HOME").ok();
-    let config = DaemonConfig::load(&home.config(), user_home.as_deref())?;
-    let resolver = Arc::new(Resolver::new(config.identity.clone()).map_err(|e| DaemonError::Identity(e.to_string()))?);
+    let config = DaemonConfig::of_home(&home.dir)?;
+    let resolver = Arc::new(Identities::new(home, &config)?);
 
     let (wake_tx, wake_rx) = mpsc::channel::<wake::Job>();
     std::thread::Builder::new()
@@ -118,7 +125,10 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
         let _ = std::fs::set_permissions(&home.socket, std::fs::Permissions::from_mode(0o600));
         listener
     };
-    let _ = std::fs::write(home.pid_file(), format!("{}\n", std::process::id()));
+    // Owner-only whatever the umask, like everything in the home.
+    if let Err(e) = crate::keystore::write_private(&home.pid_file(), format!("{}\n", std::process::id()).as_bytes()) {
+        eprintln!("agentfw daemon: {e}");
+    }
     eprintln!(
         "agentfw daemon {}: listening on {} for {} (pid {})",
         crate::engine::version(),
@@ -198,26 +208,73 @@ pub fn lock(home: &Home) -> Result<std::fs::File, DaemonError> {
     Err(DaemonError::AlreadyRunning { pid: home.daemon_pid(), socket: home.socket.display().to_string() })
 }
 
+/// The resolver, built again when the pinned digests change (`agentfw identity pin`).
+#[derive(Debug)]
+pub struct Identities {
+    dir: std::path::PathBuf,
+    current: std::sync::Mutex<(Option<pins::Stamp>, Arc<Resolver>)>,
+}
+
+impl Identities {
+    fn new(home: &Home, config: &DaemonConfig) -> Result<Self, DaemonError> {
+        let resolver = Resolver::new(config.identity.clone()).map_err(|e| DaemonError::Identity(e.to_string()))?;
+        let current = (pins::stamp(&home.dir), Arc::new(resolver));
+        Ok(Self { dir: home.dir.clone(), current: std::sync::Mutex::new(current) })
+    }
+
+    /// The resolver for the pins as they are now. A pins file that cannot be used keeps the
+    /// last good resolver (and says so in the log).
+    fn resolver(&self) -> Arc<Resolver> {
+        let mut current = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stamp = pins::stamp(&self.dir);
+        if stamp != current.0 {
+            current.0 = stamp;
+            let rebuilt = DaemonConfig::of_home(&self.dir)
+                .map_err(|e| e.to_string())
+                .and_then(|c| Resolver::new(c.identity).map_err(|e| e.to_string()));
+            match rebuilt {
+                Ok(resolver) => {
+                    eprintln!("agentfw daemon: the pinned harness digests changed; identities use them from now on");
+                    current.1 = Arc::new(resolver);
+                }
+                Err(e) => eprintln!("agentfw daemon: keeping the pinned digests as they were: {e}"),
+            }
+        }
+        Arc::clone(&current.1)
+    }
+}
+
 async fn serve(
     listener: UnixListener,
     jobs: mpsc::Sender<Work>,
-    resolver: Arc<Resolver>,
+    resolver: Arc<Identities>,
     clock: ProcClock,
     stopped: Arc<Notify>,
 ) {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
     let mut connections = tokio::task::JoinSet::new();
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     loop {
         while connections.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let (jobs, resolver) = (jobs.clone(), Arc::clone(&resolver));
+                Ok((mut stream, _)) => {
+                    let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
+                        let body = ErrorBody::new(
+                            code::BUSY,
+                            format!("the agentfw daemon already serves {MAX_CONNECTIONS} connections, the most it takes; this one is closed: try again when others have finished"),
+                        );
+                        // Told without waiting on a client that may not read.
+                        let _ = tokio::time::timeout(std::time::Duration::from_millis(100), send(&mut stream, &Response::err(0, body))).await;
+                        continue;
+                    };
+                    let (jobs, resolver) = (jobs.clone(), resolver.resolver());
                     connections.spawn(async move {
                         if let Err(e) = connection(stream, jobs, resolver, clock).await {
                             eprintln!("agentfw daemon: connection: {e}");
                         }
+                        drop(slot);
                     });
                 }
                 Err(e) => {
@@ -257,6 +314,8 @@ async fn connection(
         return send(&mut write, &Response::err(0, body)).await;
     }
     let pid = cred.pid().and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+    let started = procfs::started_at(pid, &clock);
+    let placing = Arc::clone(&resolver);
     let caller = tokio::task::spawn_blocking(move || caller(pid, &resolver, &clock))
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
@@ -281,8 +340,17 @@ async fn connection(
         let response = match proto::parse_request(&line) {
             Err((id, body)) => Response::err(id, *body),
             Ok((id, op)) => {
+                let caller = if op.is_admin() {
+                    let placing = Arc::clone(&placing);
+                    let placement = tokio::task::spawn_blocking(move || place(pid, started, &placing, &clock))
+                        .await
+                        .unwrap_or_else(|e| Placement::Unknown { why: e.to_string() });
+                    Arc::new(Caller { placement: Some(placement), ..(*caller).clone() })
+                } else {
+                    Arc::clone(&caller)
+                };
                 let (tx, rx) = oneshot::channel();
-                let job = Job { caller: Arc::clone(&caller), op, reply: tx };
+                let job = Job { caller, op, reply: tx };
                 if jobs.send(Work::Request(job)).is_err() {
                     return Ok(());
                 }
@@ -328,6 +396,16 @@ async fn read_line(
     }
 }
 
+/// Where process `pid`, which connected when it had started at `started`, stands for an admin
+/// request (AM6). A process that is gone (or whose pid now names another) is unknown: a
+/// connection handed on by a process that exited must not borrow a later owner of its pid.
+fn place(pid: u32, started: Option<Timestamp>, resolver: &Resolver, clock: &ProcClock) -> Placement {
+    if started.is_none() || procfs::started_at(pid, clock) != started {
+        return Placement::Unknown { why: format!("the process that connected (pid {pid}) has exited") };
+    }
+    procfs::placement(resolver, pid, clock)
+}
+
 /// Decide who process `pid` is (ID1): its agent session, the agent's project directory, and
 /// the environment the harness gave the agent's direct child (where waking details live).
 pub fn caller(pid: u32, resolver: &Resolver, clock: &ProcClock) -> Caller {
@@ -337,8 +415,10 @@ pub fn caller(pid: u32, resolver: &Resolver, clock: &ProcClock) -> Caller {
             let project_dir = agent.and_then(|p| p.git_root.clone().or_else(|| p.cwd.clone()));
             let child = identity.chain.iter().rev().nth(1).and_then(|step| snapshot.get(step.pid));
             let env = child.map(|p| p.env.clone()).unwrap_or_default();
-            Caller { pid, identity: Ok(identity), project_dir, env }
+            Caller { pid, identity: Ok(identity), project_dir, env, placement: None }
         }
-        Err(e) => Caller { pid, identity: Err(e.to_string()), project_dir: None, env: Default::default() },
+        Err(e) => {
+            Caller { pid, identity: Err(e.to_string()), project_dir: None, env: Default::default(), placement: None }
+        }
     }
 }

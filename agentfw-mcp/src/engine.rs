@@ -45,7 +45,7 @@ use std::time::SystemTime;
 
 use agentfw_core::admission::Ratings;
 use agentfw_core::firewall::Firewall;
-use agentfw_core::identity::Identity;
+use agentfw_core::identity::{Identity, Placement};
 use agentfw_core::message::{Agent, AgentId};
 use agentfw_core::policy::{Reloadable, RuleSet};
 use agentfw_core::time::Timestamp;
@@ -89,6 +89,8 @@ pub struct Caller {
     pub project_dir: Option<String>,
     /// Environment of the agent's direct child on the walk: what the harness gave it.
     pub env: BTreeMap<String, String>,
+    /// For an admin request: where the caller stands (AM6). `None` is never a person.
+    pub placement: Option<Placement>,
 }
 
 /// Why a request failed.
@@ -151,6 +153,9 @@ pub struct Engine {
     touched: bool,
     /// A containment or refusal happened: snapshot before committing.
     security_dirty: bool,
+    /// Text was erased in the current transaction: truncate the WAL after committing, so
+    /// it does not linger there ([`store::purge`]).
+    erased: bool,
     refreshes: Vec<Agent>,
     /// Recipients of messages accepted in the current transaction (waking after commit).
     accepted_for: Vec<AgentId>,
@@ -219,6 +224,7 @@ impl Engine {
             last_snapshot: now,
             touched: false,
             security_dirty: false,
+            erased: false,
             refreshes: Vec::new(),
             accepted_for: Vec::new(),
             wake_tx,

@@ -19,7 +19,8 @@ impl Harness {
     #[cfg(test)]
     pub const ALL: [Harness; 4] = [Harness::Claude, Harness::Codex, Harness::Cursor, Harness::Gemini];
 
-    /// The name on the command line (`agentfw hook claude …`).
+    /// The name on the command line (`agentfw hook claude …`), which is also the agent kind
+    /// of its sessions (`web (claude)`).
     pub fn as_str(self) -> &'static str {
         match self {
             Harness::Claude => "claude",

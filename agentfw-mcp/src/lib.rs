@@ -22,6 +22,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod admin;
 pub mod client;
 pub mod clock;
 pub mod components;
@@ -32,6 +33,7 @@ pub mod home;
 pub mod keystore;
 pub mod load;
 pub mod mcp;
+pub mod pins;
 pub mod procfs;
 pub mod proto;
 pub mod relay_link;

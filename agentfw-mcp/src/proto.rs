@@ -45,6 +45,9 @@ pub mod code {
     pub const NOT_AGENT: &str = "identity.unknown";
     pub const OTHER_USER: &str = "identity.other_user";
     pub const AGENT_ADMIN: &str = "admin.from_agent";
+    pub const UNKNOWN_CALLER: &str = "admin.unknown_caller";
+    /// The daemon serves as many connections as it can take: this one is refused.
+    pub const BUSY: &str = "daemon.busy";
     pub const UNKNOWN_RECIPIENT: &str = "recipient.unknown";
     pub const AMBIGUOUS_RECIPIENT: &str = "recipient.ambiguous";
     pub const GONE_RECIPIENT: &str = "recipient.gone";
@@ -121,6 +124,20 @@ pub enum Op {
 }
 
 impl Op {
+    /// Whether the op lowers protection, and so runs only for a person (AM6).
+    pub fn is_admin(&self) -> bool {
+        matches!(
+            self,
+            Op::Allow { .. }
+                | Op::QuarantineLift { .. }
+                | Op::AdmissionImport { .. }
+                | Op::AdmissionMode { .. }
+                | Op::AdmissionExcept { .. }
+                | Op::Reload {}
+                | Op::Shutdown {}
+        )
+    }
+
     /// The op's name as it appears on the wire.
     pub fn name(&self) -> &'static str {
         match self {
@@ -326,6 +343,32 @@ pub struct AgentView {
     /// The machine of an agent on another device, as the relay's directory names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine: Option<String>,
+}
+
+/// The longest note (a reason, an admission verdict, an error) shown about an agent.
+const MAX_NOTE_CHARS: usize = 600;
+
+impl AgentView {
+    /// The view with every name and note in it [cleaned](agentfw_core::label): what the
+    /// daemon hands to people and models (ID7). A project is a folder's name, a machine
+    /// and an id may come from another device, a path in a note from a planted binary.
+    pub fn cleaned(mut self) -> Self {
+        use agentfw_core::label::{MAX_LABEL_CHARS, bounded, clean};
+        let note = |s: &mut String| *s = bounded(s, MAX_NOTE_CHARS);
+        self.id = bounded(&self.id, MAX_LABEL_CHARS);
+        self.label = bounded(&self.label, MAX_LABEL_CHARS);
+        self.agent = clean(&self.agent);
+        self.project = clean(&self.project);
+        self.machine = self.machine.as_deref().map(clean);
+        self.session = self.session.as_deref().map(clean);
+        for text in [&mut self.unverified, &mut self.admission, &mut self.components_error, &mut self.wake] {
+            text.iter_mut().for_each(note);
+        }
+        if let Some(c) = &mut self.contained {
+            note(&mut c.reason);
+        }
+        self
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -160,6 +160,9 @@ fn after_rotate_the_old_bundle_no_longer_opens_and_the_rotation_notice_does() {
     let b = device(tmp.path(), "b");
     let old_line = std::fs::read_to_string(&a.pubfile).unwrap();
 
+    // The test process has no terminal: this home lets admin commands run from anywhere
+    // (the check itself is tested in admin.rs).
+    std::fs::write(a.home.join("config.toml"), "[admin]\nfrom_agents = true\n").unwrap();
     let out = run(&a.home, &["keys", "rotate"], b"");
     assert!(out.status.success(), "rotate: {}", stderr(&out));
     assert!(stderr(&out).contains("peers must apply the rotation"));

@@ -38,6 +38,12 @@ def tool(name: str, args: dict | Callable[["Turn"], dict]) -> Step:
     return Step("tool", name=name, args=args)
 
 
+def builtin(name: str, args: dict | Callable[["Turn"], dict]) -> Step:
+    """Call one of the harness's own tools (Claude Code's `Bash`, `Edit`; Codex's
+    `exec_command`), not an MCP tool."""
+    return Step("tool", name=name, args=args, builtin=True)
+
+
 def wait(event: str, then: Step) -> Step:
     """Hold the request until `event` is set (or the deadline passes), then take `then`."""
     return Step("wait", event=event, then=then)
@@ -232,7 +238,7 @@ class FakeModel:
             blocks = [{"type": "text", "text": text}]
             stop = "end_turn"
         else:
-            name = "mcp__agentfw__" + step.kw["name"]
+            name = step.kw["name"] if step.kw.get("builtin") else "mcp__agentfw__" + step.kw["name"]
             args = step.kw["args"](turn) if callable(step.kw["args"]) else step.kw["args"]
             if name not in tools and "ToolSearch" in tools:
                 searches = sum(1 for c in turn.calls if c == "ToolSearch")
@@ -251,7 +257,7 @@ class FakeModel:
     def openai(self, h: BaseHTTPRequestHandler, body: dict) -> None:
         # Side requests (a title, a summary) offer no tools: they are not the session's turn.
         tools = body.get("tools") or []
-        turn = openai_turn(body) if any(t.get("name") == "mcp__agentfw" for t in tools if isinstance(t, dict)) else None
+        turn = openai_turn(body) if any(isinstance(t, dict) and t.get("type") == "function" for t in tools) else None
         step = None
         if turn is not None:
             self._record("openai", turn.scenario, turn.results)
@@ -273,11 +279,12 @@ class FakeModel:
                 "type": "function_call",
                 "id": self._next_id("fc"),
                 "status": "completed",
-                "namespace": "mcp__agentfw",
                 "name": step.kw["name"],
                 "call_id": self._next_id("call"),
                 "arguments": json.dumps(args),
             }
+            if not step.kw.get("builtin"):
+                item["namespace"] = "mcp__agentfw"
         rid = self._next_id("resp")
         base = {"id": rid, "object": "response", "created_at": int(time.time()), "model": body.get("model", "fake")}
         usage = {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agentfw_mcp::client::Client;
+use agentfw_mcp::client::{Client, ClientError};
 use agentfw_mcp::daemon::{self, DaemonError};
 use agentfw_mcp::home::Home;
 
@@ -51,21 +51,22 @@ fn stop(home: &Home) -> ExitCode {
             eprintln!("no agentfw daemon is running for `{}`", home.dir.display());
             ExitCode::SUCCESS
         }
-        Err(e) => fail(e),
+        Err(e) => super::daemon_error(&e),
     }
 }
 
-/// Asks the home's daemon to stop and waits until it has. False if none was running.
-pub fn stop_running(home: &Home) -> Result<bool, String> {
+/// Asks the home's daemon to stop and waits until it has. False if none was running. The
+/// daemon stops only for a person (AM6).
+pub fn stop_running(home: &Home) -> Result<bool, ClientError> {
     let Ok(mut client) = Client::connect(home) else { return Ok(false) };
-    client.shutdown().map_err(|e| e.to_string())?;
+    client.shutdown()?;
     for _ in 0..500 {
         if !home.socket.exists() {
             return Ok(true);
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Err("the daemon did not stop within 5 seconds".to_owned())
+    Err(ClientError::Protocol("the daemon did not stop within 5 seconds".to_owned()))
 }
 
 pub fn mcp() -> ExitCode {

@@ -243,14 +243,22 @@ fn world(shared: &Shared) -> Step<World> {
         let p = dir.join(sub);
         std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
     }
-    for (name, text) in [("config.toml", CONFIG), ("trust.yaml", TRUST)] {
-        let p = home.dir.join(name);
-        std::fs::write(&p, text).map_err(|e| io(&p, e))?;
-    }
-    for kind in ["claude", "codex", "cursor-agent"] {
-        let p = dir.join("bin").join(kind);
+    // The demo installs its harnesses: their folder is their install location and their
+    // digest is pinned, so the sessions are verified (ID2), as after `agentfw install`.
+    let mut config = CONFIG.to_owned();
+    for (kind, program) in [("claude", "claude"), ("codex", "codex"), ("cursor", "cursor-agent")] {
+        let p = dir.join("bin").join(program);
         std::fs::copy("/bin/sh", &p)
             .map_err(|e| setup_err(format!("cannot copy `/bin/sh` to `{}`: {e}", p.display())))?;
+        let digest = agentfw_mcp::procfs::digest_file(&p).unwrap_or_default();
+        let location = format!("{}/**", dir.join("bin").display());
+        config.push_str(&format!(
+            "\n[[identity.agents]]\nkind = {kind:?}\nexecutables = [{program:?}]\ninstall_locations = [{location:?}]\ndigests = [{digest:?}]\n"
+        ));
+    }
+    for (name, text) in [("config.toml", config.as_str()), ("trust.yaml", TRUST)] {
+        let p = home.dir.join(name);
+        std::fs::write(&p, text).map_err(|e| io(&p, e))?;
     }
     for project in ["web", "api", "worker"] {
         let p = dir.join("projects").join(project).join(".git");

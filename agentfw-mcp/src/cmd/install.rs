@@ -157,6 +157,11 @@ fn confirm(question: &str) -> bool {
 }
 
 pub fn install(args: &InstallArgs) -> ExitCode {
+    if !args.dry_run
+        && let Err(code) = super::require_person(None, "install")
+    {
+        return code;
+    }
     match run_install(args) {
         Ok(code) => code,
         Err(e) => fail(e),
@@ -172,6 +177,9 @@ fn run_install(args: &InstallArgs) -> Result<ExitCode, String> {
     let target = what(args.harness, args.scope);
     if plan.is_noop() {
         println!("agentfw is already installed for {target}: nothing to change.");
+        if !args.dry_run {
+            report_pins(args.harness);
+        }
         return Ok(ExitCode::SUCCESS);
     }
     print!("{}", plan.diff());
@@ -210,10 +218,29 @@ fn run_install(args: &InstallArgs) -> Result<ExitCode, String> {
     for note in &plan.notes {
         println!("  - {note}");
     }
+    report_pins(args.harness);
     Ok(ExitCode::SUCCESS)
 }
 
+/// Pin the digests of the harness's programs found at its install locations (ID2), in the
+/// daemon's home, and say what was pinned.
+fn report_pins(harness: Harness) {
+    let home = match agentfw_mcp::home::Home::resolve(None) {
+        Ok(home) => home,
+        Err(e) => return println!("  - the harness's digests were not pinned: {e}"),
+    };
+    match super::identity::pin(&home.dir, &[harness.as_str()]) {
+        Ok(lines) => lines.iter().for_each(|l| println!("  - {l}")),
+        Err(e) => println!("  - the harness's digests were not pinned: {e}"),
+    }
+}
+
 pub fn uninstall(args: &UninstallArgs) -> ExitCode {
+    if !args.dry_run
+        && let Err(code) = super::require_person(None, "uninstall")
+    {
+        return code;
+    }
     match run_uninstall(args) {
         Ok(code) => code,
         Err(e) => fail(e),

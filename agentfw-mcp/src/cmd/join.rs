@@ -28,6 +28,9 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> ExitCode {
+    if let Err(code) = super::require_person(args.home.as_deref(), "join") {
+        return code;
+    }
     match join(args) {
         Ok(code) => code,
         Err(Refused(message)) => {

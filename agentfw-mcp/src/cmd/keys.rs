@@ -67,7 +67,12 @@ pub fn run(command: &Command) -> ExitCode {
     let result = match command {
         Command::New(args) => new(args),
         Command::Show(args) => show(args),
-        Command::Rotate(args) => rotate(args),
+        Command::Rotate(args) => {
+            if let Err(code) = super::require_person(args.home.as_deref(), "keys rotate") {
+                return code;
+            }
+            rotate(args)
+        }
     };
     result.unwrap_or_else(fail)
 }
@@ -124,7 +129,7 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
     // stop the running one, and hold the daemon lock so that no agent starts another.
     let _lock = match &relay {
         Some(_) => {
-            super::daemon::stop_running(&home)?;
+            super::daemon::stop_running(&home).map_err(|e| e.to_string())?;
             Some(agentfw_mcp::daemon::lock(&home).map_err(|e| e.to_string())?)
         }
         None => None,

@@ -41,6 +41,19 @@ pub fn now() -> agentfw_core::time::Timestamp {
     agentfw_mcp::clock::now()
 }
 
+/// The admin check (AM6) for a command this process carries out itself in the home (`home`,
+/// else the default one): the refusal's exit status if it is refused.
+pub fn require_person(home: Option<&std::path::Path>, what: &str) -> Result<(), ExitCode> {
+    let home = Home::resolve(home).map_err(fail)?;
+    agentfw_mcp::admin::check_here(&home.dir, what).map_err(|e| match e {
+        agentfw_mcp::admin::AdminError::Refused(why) => {
+            eprintln!("error: {why}");
+            ExitCode::from(EXIT_REFUSED)
+        }
+        agentfw_mcp::admin::AdminError::Config(why) => fail(why),
+    })
+}
+
 /// A client for the home's daemon, starting the daemon if `start`.
 pub fn connect(start: bool) -> Result<Client, ExitCode> {
     let home = Home::resolve(None).map_err(fail)?;
@@ -58,6 +71,7 @@ pub fn daemon_error(e: &ClientError) -> ExitCode {
         Some(code) if code == agentfw_mcp::proto::code::NOT_AGENT || code == agentfw_mcp::proto::code::NOT_FOUND => {
             ExitCode::from(EXIT_REFUSED)
         }
+        Some(code) if code.starts_with("admin.") => ExitCode::from(EXIT_REFUSED),
         _ => ExitCode::from(EXIT_ERROR),
     }
 }

@@ -1,6 +1,8 @@
 //! `agentfw block WHO` / `agentfw unblock WHO`: the `blocked` list of the trust file (TR1)
 //! in agentfw's state directory (the daemon's home, where it reads the file on every send
-//! and delivery), created with defaults if missing, owner-only.
+//! and delivery), created with defaults if missing, owner-only. Both change who may talk,
+//! so both run only for a person (AM6): an agent must not unblock itself, nor block the
+//! teammates that would report it.
 
 use std::process::ExitCode;
 
@@ -30,6 +32,9 @@ fn edit(who: &str, block: bool) -> ExitCode {
         Ok(home) => home.dir,
         Err(e) => return fail(e),
     };
+    if let Err(code) = super::require_person(Some(&state), if block { "block" } else { "unblock" }) {
+        return code;
+    }
     let path = state.join(trust::FILE_NAME);
     let text = match files::read(&path) {
         Ok(text) => text,

@@ -3,6 +3,7 @@
 
 use agentfw_core::admission::{ComponentId, Mode, Ratings};
 use agentfw_core::firewall::{AdminAction, Input};
+use agentfw_core::identity::Placement;
 use agentfw_core::message::AgentId;
 use serde_json::Value;
 
@@ -12,16 +13,15 @@ use crate::store::StoreError;
 use agentfw_core::time::Timestamp;
 
 impl Engine {
+    /// Admin commands run only for a person (AM6): see [`crate::admin`].
     fn require_person(&self, caller: &Caller, what: &str) -> Result<(), EngineError> {
-        match &caller.identity {
-            Ok(identity) if !self.config.admin.from_agents => Err(reply(
-                code::AGENT_ADMIN,
-                format!(
-                    "`agentfw {what}` is an admin command, and this process belongs to the agent session {}: a person must run it in a terminal outside agent sessions",
-                    identity.label
-                ),
-            )),
-            _ => Ok(()),
+        if self.config.admin.from_agents {
+            return Ok(());
+        }
+        let unknown = Placement::Unknown { why: "the daemon did not place it".to_owned() };
+        match crate::admin::refusal(what, caller.placement.as_ref().unwrap_or(&unknown)) {
+            None => Ok(()),
+            Some(body) => Err(EngineError::Reply(body)),
         }
     }
 

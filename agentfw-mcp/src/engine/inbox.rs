@@ -46,11 +46,12 @@ impl Engine {
         }
         let result = self.tx(now, |e| {
             // The client asks for a new batch, so it has the previous one: erase its text.
-            match (&previous, cleared) {
+            let erased = match (&previous, cleared) {
                 (Some(prev), _) => e.db.erase_batch(&me, prev)?,
                 (None, false) => e.db.erase_batches_but(&me, &batch)?,
-                (None, true) => {}
-            }
+                (None, true) => false,
+            };
+            e.erased |= erased;
             let mut result = InboxResult { batch: batch.clone(), ..InboxResult::default() };
             for pending in e.db.due(now, &me, BATCH)? {
                 let (seq, accepted) = match pending {
@@ -81,6 +82,7 @@ impl Engine {
                         let reason = r.message();
                         e.db.mark_refused(now, seq, &batch, &reason)?;
                         e.security_dirty = true;
+                        e.erased = true;
                         result.refused.push(RefusedView {
                             id: r.id.to_string(),
                             from: e.db.sender_label(seq)?,

@@ -49,6 +49,7 @@ impl Engine {
         self.db.begin()?;
         self.touched = false;
         self.security_dirty = false;
+        self.erased = false;
         self.accepted_for.clear();
         let mut result = f(self);
         if result.is_ok()
@@ -69,6 +70,13 @@ impl Engine {
                 eprintln!("agentfw daemon: cannot rebuild the firewall state from the database: {e}");
             }
         } else {
+            if std::mem::take(&mut self.erased)
+                && let Err(e) = self.db.purge()
+            {
+                eprintln!(
+                    "agentfw daemon: erased text may linger in the write-ahead log until the next checkpoint: {e}"
+                );
+            }
             self.relay_committed();
             for agent in std::mem::take(&mut self.accepted_for) {
                 self.schedule_wake(now, &agent);
@@ -97,7 +105,7 @@ impl Engine {
             match event {
                 Event::Decision(d) => self.audit(&d)?,
                 Event::WouldRefuse { id, stage, agent, reason } => {
-                    let label = self.sessions.get(&agent).map_or_else(|| agent.to_string(), |s| s.agent.label());
+                    let label = self.label(&agent);
                     let d = Decision {
                         at: now,
                         id,
@@ -154,7 +162,7 @@ impl Engine {
     }
 
     pub(super) fn snapshot_in_tx(&mut self, now: Timestamp) -> Result<(), EngineError> {
-        self.db.write_snapshot(now, &self.fw.snapshot())?;
+        self.erased |= self.db.write_snapshot(now, &self.fw.snapshot())?;
         self.journal_rows = 0;
         self.last_snapshot = now;
         Ok(())

@@ -367,7 +367,7 @@ impl Engine {
                     session: None,
                     contained: self
                         .fw
-                        .quarantine_of(now, &a.id)
+                        .quarantine_for(now, a)
                         .map(|q| crate::proto::Contained { until: q.until.as_millis(), reason: q.reason.clone() }),
                     admission: None,
                     components_error: None,

@@ -211,8 +211,13 @@ impl Engine {
         }
     }
 
+    /// The label of agent `id`: a session of this machine's, one on another device (from the
+    /// relay's directory), else its id, cleaned (ID7).
     pub(super) fn label(&self, id: &AgentId) -> String {
-        self.sessions.get(id).map_or_else(|| id.to_string(), |s| s.agent.label())
+        match self.sessions.get(id).map(|s| s.agent.clone()).or_else(|| self.remote_agent(id)) {
+            Some(agent) => agent.label(),
+            None => agentfw_core::label::bounded(id.as_str(), agentfw_core::label::MAX_LABEL_CHARS),
+        }
     }
 }
 

@@ -11,13 +11,14 @@ use crate::proto::{
     self, AgentView, AuditQuery, Contained, DaemonInfo, HelloResult, QuarantineView, StatusResult, TeamResult, code,
 };
 
-/// Gone sessions stay in `team` this long.
-const GONE_SHOWN_MS: u64 = 24 * 3600 * 1000;
+/// Gone sessions stay in `team` this long: long enough for a model that tries to reach one
+/// to be told it is gone, short enough that the team is the sessions that are there.
+const GONE_SHOWN_MS: u64 = 5 * 60 * 1000;
 
 impl Engine {
     pub(super) fn op_hello(&mut self, now: Timestamp, caller: &Caller) -> Result<Value, EngineError> {
         let (you, not_agent) = match self.session_for(now, caller) {
-            Ok(id) => (self.sessions.get(&id).map(|s| self.view(s, Some(&id), now)), None),
+            Ok(id) => (self.sessions.get(&id).map(|s| self.view(s, Some(&id), now).cleaned()), None),
             Err(EngineError::Reply(e)) if e.code == code::NOT_AGENT => (None, Some(e.message)),
             Err(e) => return Err(e),
         };
@@ -51,7 +52,7 @@ impl Engine {
             session: s.identity.session.as_ref().map(|x| x.id.clone()).or_else(|| s.thread_id.clone()),
             contained: self
                 .fw
-                .quarantine_of(now, &s.agent.id)
+                .quarantine_for(now, &s.agent)
                 .map(|q| Contained { until: q.until.as_millis(), reason: q.reason.clone() }),
             admission: verdict,
             components_error: s.components_error.clone(),
@@ -69,6 +70,7 @@ impl Engine {
             .filter(|v| v.live || now.as_millis().saturating_sub(v.last_seen) < GONE_SHOWN_MS)
             .collect();
         views.extend(self.remote_views(now));
+        let mut views: Vec<AgentView> = views.into_iter().map(AgentView::cleaned).collect();
         views.sort_by(|a, b| b.live.cmp(&a.live).then_with(|| a.label.cmp(&b.label)).then_with(|| a.id.cmp(&b.id)));
         views
     }
@@ -93,10 +95,10 @@ impl Engine {
             .quarantined()
             .filter(|(_, q)| q.until > now)
             .map(|(agent, q)| QuarantineView {
-                agent: agent.to_string(),
-                label: self.sessions.get(agent).map_or_else(|| agent.to_string(), |s| s.agent.label()),
+                agent: agentfw_core::label::bounded(agent.as_str(), agentfw_core::label::MAX_LABEL_CHARS),
+                label: self.label(agent),
                 until: q.until.as_millis(),
-                reason: q.reason.clone(),
+                reason: agentfw_core::label::bounded(&q.reason, 600),
             })
             .collect();
         let admission = self.fw.admission();

@@ -74,6 +74,7 @@ impl Engine {
             self.db.forget_session(&id)?;
             self.sessions.remove(&id);
         }
+        self.db.purge()?;
         if pruned > 0 {
             eprintln!(
                 "agentfw daemon: pruned {pruned} audit records older than {} days",

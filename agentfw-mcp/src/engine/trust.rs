@@ -101,6 +101,7 @@ impl Engine {
         reason: &str,
     ) -> Result<(), EngineError> {
         self.db.mark_refused(now, seq, batch, reason)?;
+        self.erased = true;
         self.audit(&Decision {
             at: now,
             id: m.id,

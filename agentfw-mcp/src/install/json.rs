@@ -201,7 +201,7 @@ pub(crate) fn undo(path: &str, root: &mut Value, changes: &[Change]) -> Vec<Stri
                     map.shift_remove(key);
                 }
             }
-            Change::CodexServer { .. } | Change::Owned { .. } => {}
+            Change::CodexServer { .. } | Change::CodexSetting { .. } | Change::Owned { .. } => {}
         }
     }
     notes

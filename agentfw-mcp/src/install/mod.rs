@@ -66,6 +66,14 @@ pub struct Context {
     pub agentfw_home: Option<String>,
 }
 
+impl Context {
+    /// agentfw's home, which holds its trust file and configuration: `AGENTFW_HOME` as
+    /// passed on, else the default the daemon uses.
+    pub fn state(&self) -> String {
+        self.agentfw_home.clone().unwrap_or_else(|| self.home.join(".local/share/agentfw").display().to_string())
+    }
+}
+
 /// Why a plan cannot be made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum InstallError {
@@ -92,6 +100,9 @@ pub enum Change {
     CodexServer { written: String, previous: Option<String>, created_parent: bool },
     /// A file agentfw owns written whole; `previous` is what it replaced.
     Owned { content: String, previous: Option<String> },
+    /// A setting of Codex's `config.toml` (`table` is `None` at the top) set to the TOML
+    /// value `written`; `previous` is the value it replaced, if any.
+    CodexSetting { table: Option<String>, key: String, written: String, previous: Option<String> },
 }
 
 /// The plan for one file.
@@ -400,6 +411,8 @@ fn plan_file(
                 Role::ClaudeSettings => {
                     add_hooks(&mut doc, harness, ctx)?;
                     add_permissions(&mut doc, &overlay::claude(), &["allow", "ask", "deny"])?;
+                    let guard = overlay::claude_guard(&ctx.exe, &ctx.state());
+                    add_permissions(&mut doc, &guard, &["allow", "ask", "deny"])?;
                 }
                 Role::Hooks => {
                     if harness == Harness::Cursor && json::lookup(&doc.root, &path(&["version"])).is_none() {
@@ -442,7 +455,9 @@ pub fn plan_install(
             let settings = files.get(1).map(|f| f.path.display().to_string()).unwrap_or_default();
             notes.push(format!(
                 "Claude Code: permission overlay in `permissions.allow/ask/deny` of `{settings}` \
-                 (reads and tests allowed, edits and commits asked, pushes, publishes, cloud CLIs, curl and ssh denied)."
+                 (reads and tests allowed, edits and commits asked, pushes, publishes, cloud CLIs, curl and ssh denied; \
+                 agentfw's admin commands and its home `{}` denied to the model).",
+                ctx.state()
             ));
             if scope == Scope::Project {
                 notes.push("Claude Code asks once before it starts servers listed in a project's `.mcp.json`.".into());
@@ -450,8 +465,10 @@ pub fn plan_install(
         }
         Harness::Codex => notes.push(format!(
             "Codex: command rules in `{permissions}` (tests allowed, commits asked, pushes, publishes, cloud CLIs, \
-             curl and ssh forbidden). File reads and edits follow your `approval_policy` and `sandbox_mode`, which \
-             agentfw leaves as they are. Codex runs the hooks once you trust them."
+             curl, ssh and agentfw's admin commands forbidden), and `sandbox_mode = \"workspace-write\"` unless you \
+             chose `read-only`: the model's commands write only the workspace, so agentfw's home `{}` stays \
+             read-only to them. Codex runs the hooks once you trust them.",
+            ctx.state()
         )),
         Harness::Cursor => {
             notes.push(format!("Cursor: permission rules in `{permissions}`. {}", overlay::cursor_gaps()))
@@ -502,7 +519,7 @@ pub fn plan_uninstall(
                 notes.push(format!("left `{name}` as it is: it was changed after install"));
                 Some(current.to_owned())
             }
-        } else if file.changes.iter().any(|c| matches!(c, Change::CodexServer { .. })) {
+        } else if file.changes.iter().any(|c| matches!(c, Change::CodexServer { .. } | Change::CodexSetting { .. })) {
             let (text, mut left) = codex::uninstall(&name, current, &file.changes)?;
             notes.append(&mut left);
             if file.created && text.trim().is_empty() { None } else { Some(text) }

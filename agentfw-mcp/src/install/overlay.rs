@@ -45,12 +45,36 @@ pub const EXTERNAL: &[&str] = &[
     "scp",
 ];
 
+/// agentfw's commands that lower its protection (AM6). agentfw refuses them from inside an
+/// agent session itself; the harness's rules deny them before they run.
+pub const ADMIN_COMMANDS: &[&str] = &[
+    "allow",
+    "quarantine",
+    "block",
+    "unblock",
+    "admission import",
+    "admission enforce",
+    "admission report",
+    "admission off",
+    "admission except",
+    "daemon",
+    "identity pin",
+    "install",
+    "uninstall",
+    "join",
+    "keys",
+];
+
 /// agentfw's own MCP tools, allowed (they are judged by agentfw itself).
 pub const OUR_TOOLS: &[&str] = &["list_team", "send_message", "check_inbox"];
 
 /// The reason a harness shows when it refuses a denied command.
 pub const DENY_REASON: &str = "agentfw's permission overlay denies commands with effects outside this machine \
      (pushes, publishes, cloud CLIs, curl, wget, ssh): ask your user to run it";
+
+/// The reason a harness shows when it refuses one of agentfw's admin commands.
+pub const ADMIN_REASON: &str =
+    "agentfw's admin commands lower its protection: only your user runs them, in a terminal of their own";
 
 /// Claude Code `permissions` rules: `(list, rule)` in the order written.
 pub fn claude() -> Vec<(&'static str, String)> {
@@ -66,6 +90,23 @@ pub fn claude() -> Vec<(&'static str, String)> {
     rules.extend(WRITE_COMMANDS.iter().map(|c| ("ask", format!("Bash({c} *)"))));
     // A trailing ` *` also matches the bare command: `Bash(git push *)` denies `git push`.
     rules.extend(EXTERNAL.iter().map(|c| ("deny", format!("Bash({c} *)"))));
+    rules
+}
+
+/// Claude Code `permissions.deny` rules that keep agentfw's protection out of the model's
+/// reach (see `docs/threat-model.md`): its admin commands, by name and by the path of the
+/// binary `exe`, and its home `state` (trust file, configuration, pins, database) for the
+/// file tools. `//` starts an absolute path in a Claude Code path rule; `Edit` rules cover
+/// every tool that writes files.
+pub fn claude_guard(exe: &str, state: &str) -> Vec<(&'static str, String)> {
+    let mut rules: Vec<(&'static str, String)> = Vec::new();
+    for program in ["agentfw", exe] {
+        rules.extend(ADMIN_COMMANDS.iter().map(|c| ("deny", format!("Bash({program} {c} *)"))));
+    }
+    let state = state.trim_end_matches('/');
+    for tool in ["Edit", "Read"] {
+        rules.push(("deny", format!("{tool}(/{state}/**)")));
+    }
     rules
 }
 
@@ -120,6 +161,9 @@ pub fn codex_rules() -> String {
     }
     for c in EXTERNAL {
         rule(c, "forbidden", DENY_REASON);
+    }
+    for c in ADMIN_COMMANDS {
+        rule(&format!("agentfw {c}"), "forbidden", ADMIN_REASON);
     }
     out
 }

@@ -90,10 +90,10 @@ impl Store {
                     at: u64::try_from(r.get::<_, i64>(1)?).unwrap_or(0),
                     id: r.get(2)?,
                     stage: r.get(3)?,
-                    from: r.get(4)?,
-                    from_label: r.get(5)?,
-                    to: r.get(6)?,
-                    to_label: r.get(7)?,
+                    from: shown(r.get(4)?),
+                    from_label: shown(r.get(5)?),
+                    to: shown(r.get(6)?),
+                    to_label: shown(r.get(7)?),
                     size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
                     hops: r.get(9)?,
                     verdict: r.get(10)?,
@@ -107,4 +107,10 @@ impl Store {
         let next = (i64::try_from(records.len()).unwrap_or(0) == limit).then(|| records.last().map_or(0, |r| r.seq));
         Ok(AuditResult { records, next })
     }
+}
+
+/// An id or label read back from the audit log, cleaned for showing (ID7): rows written
+/// before labels were cleaned, or naming agents of other devices, may hold anything.
+fn shown(text: String) -> String {
+    agentfw_core::label::bounded(&text, agentfw_core::label::MAX_LABEL_CHARS)
 }

@@ -99,25 +99,26 @@ impl Store {
         Ok(due)
     }
 
-    /// Erases the text of `recipient`'s batch `batch`: it has been received.
-    pub fn erase_batch(&self, recipient: &AgentId, batch: &str) -> Result<(), StoreError> {
-        self.conn.exec(
+    /// Erases the text of `recipient`'s batch `batch`: it has been received. True if any
+    /// text was erased.
+    pub fn erase_batch(&self, recipient: &AgentId, batch: &str) -> Result<bool, StoreError> {
+        let erased = self.conn.exec(
             "UPDATE inbox SET message = NULL, fenced = NULL, note = NULL WHERE recipient = ?1 AND batch = ?2",
             params![recipient.as_str(), batch],
         )?;
-        Ok(())
+        Ok(erased > 0)
     }
 
     /// Erases the text of every batch of `recipient`'s but `batch` (after a restart, when
     /// the daemon no longer knows which batch came last).
-    pub fn erase_batches_but(&self, recipient: &AgentId, batch: &str) -> Result<(), StoreError> {
-        self.conn.exec(
+    pub fn erase_batches_but(&self, recipient: &AgentId, batch: &str) -> Result<bool, StoreError> {
+        let erased = self.conn.exec(
             "UPDATE inbox SET message = NULL, fenced = NULL, note = NULL
              WHERE recipient = ?1 AND state != 'pending' AND batch IS NOT NULL AND batch != ?2
                AND (message IS NOT NULL OR note IS NOT NULL OR fenced IS NOT NULL)",
             params![recipient.as_str(), batch],
         )?;
-        Ok(())
+        Ok(erased > 0)
     }
 
     /// A note read in `batch`.

@@ -55,8 +55,9 @@ impl Store {
         Ok(())
     }
 
-    /// Stores the firewall's state as of the whole journal, and drops the journal.
-    pub fn write_snapshot(&self, now: Timestamp, state: &State) -> Result<(), StoreError> {
+    /// Stores the firewall's state as of the whole journal, and drops the journal. True if
+    /// journal entries went: their text must leave the write-ahead log too ([`Store::purge`]).
+    pub fn write_snapshot(&self, now: Timestamp, state: &State) -> Result<bool, StoreError> {
         let state = serde_json::to_string(state)?;
         let seq: i64 = self.conn.row("SELECT COALESCE(MAX(seq), 0) FROM journal", [], |r| r.get(0))?;
         self.conn.exec(
@@ -64,7 +65,6 @@ impl Store {
              ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2, state = ?3",
             params![seq, ms(now), state],
         )?;
-        self.conn.exec("DELETE FROM journal WHERE seq <= ?1", [seq])?;
-        Ok(())
+        Ok(self.conn.exec("DELETE FROM journal WHERE seq <= ?1", [seq])? > 0)
     }
 }

@@ -1,5 +1,6 @@
 //! A world for end-to-end tests: a temporary home, fake agent binaries (copies of a small
-//! program, `/bin/sh`, named `claude`, `codex`, `cursor-agent`) that each start
+//! program, `/bin/sh`, installed where `claude`, `codex` and `cursor-agent` install
+//! themselves, pinned, and linked from `bin/` by those names) that each start
 //! `agentfw mcp` as their child, and a JSON-RPC client for each. The daemon is real and
 //! started by the first MCP server, exactly as in a session. Nothing touches the real home:
 //! every process gets a clean environment with `HOME` and `AGENTFW_HOME` in the world.
@@ -29,6 +30,13 @@ pub struct World {
     pub bin: PathBuf,
 }
 
+/// Where each fake harness is installed under the agents' `HOME`: (kind, name, path).
+pub const INSTALLED: [(&str, &str, &str); 3] = [
+    ("claude", "claude", ".local/share/claude/versions/1.0.0"),
+    ("codex", "codex", ".npm-global/lib/node_modules/@openai/codex/bin/codex"),
+    ("cursor", "cursor-agent", ".local/share/cursor-agent/versions/1/cursor-agent"),
+];
+
 /// The configuration every world starts with: quick wake-ups, and admin commands allowed
 /// from the test process even if the tests themselves run inside an agent session.
 pub const BASE_CONFIG: &str = "[wake]\ndelay_ms = 50\ncooldown_secs = 1\n[admin]\nfrom_agents = true\n";
@@ -47,9 +55,20 @@ impl World {
             std::fs::create_dir_all(d).unwrap();
         }
         std::fs::write(home.join("config.toml"), config).unwrap();
-        for name in ["claude", "codex", "cursor-agent"] {
-            std::fs::copy("/bin/sh", bin.join(name)).unwrap();
+        // The fake harnesses are installed where the real ones install themselves, and their
+        // digests pinned, as `agentfw install` does: their sessions are verified (ID2).
+        // `bin/NAME` links to each; `/proc/N/exe` names the installed file.
+        let mut pins = serde_json::Map::new();
+        for (kind, name, installed) in INSTALLED {
+            let real = user_home.join(installed);
+            std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+            std::fs::copy("/bin/sh", &real).unwrap();
+            std::os::unix::fs::symlink(&real, bin.join(name)).unwrap();
+            let digest = blake3::hash(&std::fs::read(&real).unwrap()).to_hex().to_string();
+            pins.insert(kind.to_owned(), json!([{"digest": digest, "path": real.display().to_string()}]));
         }
+        let pins = json!({"version": 1, "agents": pins});
+        std::fs::write(home.join("identity-pins.json"), pins.to_string()).unwrap();
         Self { dir, home, user_home, bin }
     }
 
@@ -74,6 +93,22 @@ impl World {
     /// `agentfw ARGS` run by the test itself (no agent session).
     pub fn agentfw(&self, args: &[&str]) -> Output {
         self.command(agentfw_bin()).args(args).current_dir(self.dir.path()).output().unwrap()
+    }
+
+    /// `agentfw ARGS` as a person runs it: in a terminal of its own (the pseudo-terminal
+    /// `script` allocates), in the foreground, with no agent around it (AM6). Returns the
+    /// exit status and what the terminal showed (standard output and error together).
+    pub fn person(&self, args: &[&str]) -> (i32, String) {
+        let quoted: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+        let line = format!("{} {}", shell_quote(&agentfw_bin().display().to_string()), quoted.join(" "));
+        let out = self
+            .command("script")
+            .args(["-qefc", &line, "/dev/null"])
+            .current_dir(self.dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .expect("`script` (util-linux) runs a command in a terminal of its own");
+        (out.status.code().unwrap_or(-1), stdout(&out).replace("\r\n", "\n"))
     }
 
     /// `agentfw ARGS` run inside a fake agent `kind` working in project `project`.
@@ -234,6 +269,14 @@ impl Agent {
     pub fn try_read_line(&mut self, timeout: Duration) -> Option<Value> {
         let line = self.lines.recv_timeout(timeout).ok()?;
         Some(serde_json::from_str(&line).unwrap())
+    }
+
+    /// Write `bytes` and a line break to the server, whatever they hold.
+    pub fn write_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(bytes).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
     }
 
     pub fn write_line(&mut self, line: &str) {
