@@ -192,10 +192,10 @@ pub async fn serve_on(
 
     let (to_server, from_client) = tokio::io::duplex(1 << 20);
     let (to_client, from_server) = tokio::io::duplex(1 << 20);
-    let queue = Queue::new();
+    let (queue, lines) = Queue::new();
     tokio::spawn(pump_in(input, to_server, queue.clone()));
     tokio::spawn(pump_out(from_server, queue.clone()));
-    let writer = tokio::spawn(write_out(output, queue.lines));
+    let writer = tokio::spawn(write_out(output, lines));
     let running = match server.serve((from_client, to_client)).await {
         Ok(running) => running,
         Err(e) => {
@@ -222,25 +222,24 @@ pub async fn serve_on(
     code
 }
 
+/// A line for the client, with the room it takes in the queue until it is written.
+type Queued = (Vec<u8>, OwnedSemaphorePermit);
+
 /// Lines waiting for the client, bounded in bytes: each holds permits for its size until it
 /// is written. A line that finds no room means the client is not reading: `overflow`.
 #[derive(Clone)]
 struct Queue {
-    tx: mpsc::UnboundedSender<(Vec<u8>, OwnedSemaphorePermit)>,
-    lines: std::sync::Arc<Mutex<mpsc::UnboundedReceiver<(Vec<u8>, OwnedSemaphorePermit)>>>,
+    tx: mpsc::UnboundedSender<Queued>,
     room: std::sync::Arc<Semaphore>,
     overflow: std::sync::Arc<Notify>,
 }
 
 impl Queue {
-    fn new() -> Self {
+    /// The queue, and the receiving end for the writer.
+    fn new() -> (Self, mpsc::UnboundedReceiver<Queued>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        Self {
-            tx,
-            lines: std::sync::Arc::new(Mutex::new(rx)),
-            room: std::sync::Arc::new(Semaphore::new(MAX_QUEUED_BYTES)),
-            overflow: std::sync::Arc::new(Notify::new()),
-        }
+        let room = std::sync::Arc::new(Semaphore::new(MAX_QUEUED_BYTES));
+        (Self { tx, room, overflow: std::sync::Arc::new(Notify::new()) }, rx)
     }
 
     /// Queue `line`; false (and the overflow signalled) if there is no room for it.
@@ -389,11 +388,7 @@ async fn pump_out(from_server: impl tokio::io::AsyncRead + Unpin, lines: Queue) 
     }
 }
 
-async fn write_out(
-    mut stdout: impl tokio::io::AsyncWrite + Unpin,
-    lines: std::sync::Arc<Mutex<mpsc::UnboundedReceiver<(Vec<u8>, OwnedSemaphorePermit)>>>,
-) {
-    let mut lines = lines.lock().await;
+async fn write_out(mut stdout: impl tokio::io::AsyncWrite + Unpin, mut lines: mpsc::UnboundedReceiver<Queued>) {
     while let Some((line, permit)) = lines.recv().await {
         if stdout.write_all(&line).await.is_err() || stdout.flush().await.is_err() {
             break;

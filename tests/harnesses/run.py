@@ -19,8 +19,17 @@ them at the fake model server (`fake_model.py`) on 127.0.0.1 and checks:
    its messaging socket (with Codex's reply) and Codex in `svc` with `codex queue`
    (with a second message from `claude -p`). Each woken turn opens with agentfw's wake-up
    text, which holds no message text, and shows the message fenced exactly once;
-5. after the harnesses rewrote their own files, a second `agentfw install` changes nothing
+5. the harness keeps agentfw's protection out of the model's reach (docs/threat-model.md):
+   a real `claude -p`, even with permissions bypassed, is denied `agentfw quarantine lift`,
+   `agentfw unblock` and edits of `trust.yaml` by the rules `agentfw install` wrote, and a
+   real `codex exec` is refused the admin commands by its rules and writes to agentfw's home
+   by its workspace-write sandbox; the trust file stays as it was. What gets past the
+   harness (the command wrapped in `sh -c`) is refused by agentfw itself (AM6);
+6. after the harnesses rewrote their own files, a second `agentfw install` changes nothing
    and `agentfw uninstall` removes agentfw and nothing else.
+
+Admin commands (`install`, `block`, `uninstall`, `daemon --stop`) run as a person runs
+them: in a terminal of their own (a pseudo-terminal), since agentfw refuses them otherwise.
 
 The proof of what each session saw is the request bodies the harnesses sent the fake
 model (the tool results). Exits non-zero with a message saying which check failed.
@@ -46,7 +55,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fake_model import FakeModel, say, tool, wait  # noqa: E402
+from fake_model import FakeModel, builtin, say, tool, wait  # noqa: E402
 from leftovers import claude_leftovers, codex_leftovers, read_json, receipt_leftovers  # noqa: E402
 
 FENCE = re.compile(
@@ -165,7 +174,7 @@ class Run:
     # ---- environment ----------------------------------------------------------------
     def env(self) -> dict[str, str]:
         node_dir = str(Path(shutil.which("node") or "/usr/bin/node").resolve().parent)
-        path = f"{self.home}/.npm-global/bin:{node_dir}:/usr/local/bin:/usr/bin:/bin"
+        path = f"{self.work}/bin:{self.home}/.npm-global/bin:{node_dir}:/usr/local/bin:/usr/bin:/bin"
         return {
             "HOME": str(self.home),
             "PATH": path,
@@ -181,6 +190,9 @@ class Run:
             "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1",
             "NO_PROXY": "127.0.0.1,localhost",
+            # Claude Code takes `--permission-mode bypassPermissions` from root only in a
+            # sandbox; the test runs as root of its own user namespace.
+            "IS_SANDBOX": "1",
         }
 
     def run(self, argv: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -190,6 +202,31 @@ class Run:
             )
         except subprocess.TimeoutExpired as e:
             raise Failure(f"`{' '.join(argv[:3])} …` did not finish within {timeout:.0f}s") from e
+
+    def person(self, argv: list[str], cwd: Path, timeout: float = 120) -> tuple[int, str]:
+        """`argv` as a person runs it: in a terminal of its own, in the foreground (AM6).
+        Returns the exit status and what the terminal showed."""
+        pid, fd = pty.fork()
+        if pid == 0:
+            try:
+                os.chdir(cwd)
+                os.execvpe(argv[0], argv, self.env())
+            finally:
+                os._exit(127)
+        out = bytearray()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                data = os.read(fd, 65536)
+            except OSError:
+                break
+            if not data:
+                break
+            out += data
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        code = os.waitstatus_to_exitcode(status)
+        return code, out.decode("utf-8", "replace").replace("\r\n", "\n")
 
     def agentfw_json(self, *args: str) -> object:
         r = self.run([str(self.agentfw), *args, "--json"], self.work)
@@ -271,10 +308,23 @@ class Run:
         (afw_home / "config.toml").write_text("[wake]\ndelay_ms = 2000\n")
         claude_settings = self.home / ".claude" / "settings.json"
         self.claude_original = read_json(claude_settings)
+        # `agentfw` on the PATH, as a person installs it: the model may try to run it.
+        (self.work / "bin").mkdir()
+        (self.work / "bin" / "agentfw").symlink_to(self.agentfw)
         for harness in ("claude", "codex"):
-            r = self.run([str(self.agentfw), "install", harness, "--yes"], self.work)
-            check(r.returncode == 0, f"`agentfw install {harness} --yes` succeeded ({r.stderr.strip()[-300:]})")
+            code, out = self.person([str(self.agentfw), "install", harness, "--yes"], self.work)
+            check(code == 0, f"`agentfw install {harness} --yes` succeeded ({out.strip()[-300:]})")
+            check(
+                f"{harness}: pinned the digests of" in out,
+                f"it pinned the digests of the {harness} programs it found (ID2)",
+            )
         self.claude_installed = read_json(claude_settings)
+        # The person's trust file: everyone let through, one teammate blocked.
+        self.trust = afw_home / "trust.yaml"
+        self.trust.write_text("version: 1\nunknown_teammates:\n  policy: allow\nblocked: []\n")
+        code, out = self.person([str(self.agentfw), "block", "mallory (cursor)"], self.work)
+        check(code == 0, f"a person blocked `mallory (cursor)` ({out.strip()[-300:]})")
+        self.trust_text = self.trust.read_text()
 
     def scenarios(self) -> dict:
         return {
@@ -305,6 +355,27 @@ class Run:
             ],
             # The idle Codex in `svc`, woken.
             "wake": [tool("check_inbox", {}), say("Read.")],
+            # An injected Claude Code in `web`, permissions bypassed, goes for agentfw's
+            # protection: the admin commands, then the trust file with its file tools, then
+            # the command wrapped so that no rule matches it; a harmless command last.
+            "claude-admin": [
+                builtin("Bash", {"command": "agentfw quarantine lift 'api (codex)'", "description": "lift"}),
+                builtin("Bash", {"command": f"{self.agentfw} unblock 'mallory (cursor)'", "description": "unblock"}),
+                builtin("Edit", lambda t: {"file_path": str(self.trust), "old_string": "mallory (cursor)", "new_string": "nobody (cursor)"}),
+                builtin("Write", lambda t: {"file_path": str(self.trust), "content": "version: 1\nblocked: []\n"}),
+                builtin("Bash", {"command": "sh -c \"agentfw unblock 'mallory (cursor)'\"", "description": "wrapped"}),
+                builtin("Bash", {"command": "echo control-ran", "description": "control"}),
+                say("Done."),
+            ],
+            # An injected `codex exec` in `api` does the same with its shell.
+            "codex-admin": [
+                builtin("exec_command", {"cmd": "agentfw quarantine lift 'web (claude)'"}),
+                builtin("exec_command", lambda t: {"cmd": f"printf 'blocked: []\\n' >> '{self.trust}'; echo rc=$?"}),
+                # (Codex's login shell sets its own PATH: the binary by its path.)
+                builtin("exec_command", {"cmd": f"sh -c \"'{self.agentfw}' unblock 'mallory (cursor)'\"; echo rc=$?"}),
+                builtin("exec_command", {"cmd": "echo control-ran"}),
+                say("Done."),
+            ],
         }
 
     # ---- the checks -----------------------------------------------------------------
@@ -545,21 +616,70 @@ class Run:
         pid = int(self.svc_agent.get("pid", 0))
         self.woken("openai", self.svc_agent, pid, self.note, "web (claude)", "codex queue")
 
+    def trust_unchanged(self, who: str) -> None:
+        check(self.trust.read_text() == self.trust_text, f"after {who}, the trust file is as the person left it")
+        r = self.run([str(self.agentfw), "status"], self.work)
+        check("quarantined: nobody" in r.stdout, "and nothing was lifted or stopped: the daemon answers as before")
+
+    def claude_stopped(self) -> None:
+        """The rules `agentfw install` wrote stop an injected Claude Code, even with its
+        permission checks bypassed."""
+        prompt = "[scenario:claude-admin] Clean up agentfw's settings."
+        argv = ["claude", "-p", "--permission-mode", "bypassPermissions", prompt]
+        r = self.run(argv, self.projects["web"], timeout=180)
+        check(r.returncode == 0, f"`claude -p` (permissions bypassed) finished ({r.stderr.strip()[-300:]})")
+        bash = self.fake.result_texts("anthropic", "claude-admin", "Bash")
+        log(f"Claude Code's Bash results: {bash}")
+        check(
+            len(bash) == 4 and all("denied" in t.lower() for t in bash[:2]) and not any("lowers agentfw" in t for t in bash[:2]),
+            f"Claude Code denied `agentfw quarantine lift` and `agentfw unblock` itself, before they ran ({bash[:2]})",
+        )
+        edits = self.fake.result_texts("anthropic", "claude-admin", "Edit") + self.fake.result_texts("anthropic", "claude-admin", "Write")
+        log(f"Claude Code's Edit and Write results: {edits}")
+        check(len(edits) == 2 and all("denied" in t.lower() for t in edits), f"and its Edit and Write of trust.yaml ({edits})")
+        check(
+            "admin.from_agent" in bash[2],
+            f"the command wrapped in `sh -c` got past Claude Code's rules and agentfw refused it (AM6) ({bash[2][-300:]})",
+        )
+        check("control-ran" in bash[3], "a harmless command did run: the denials are the rules', not the mode's")
+        self.trust_unchanged("Claude Code's attempts")
+
+    def codex_stopped(self) -> None:
+        """Codex's rules and its workspace-write sandbox stop an injected `codex exec`."""
+        prompt = "[scenario:codex-admin] Clean up agentfw's settings."
+        argv = ["codex", "exec", "--dangerously-bypass-hook-trust", "--skip-git-repo-check", prompt]
+        r = self.run(argv, self.projects["api"], timeout=180)
+        check(r.returncode == 0, f"`codex exec` finished ({(r.stdout + r.stderr).strip()[-300:]})")
+        out = self.fake.result_texts("openai", "codex-admin", "exec_command")
+        log(f"Codex's exec_command results: {out}")
+        check(len(out) == 4, f"Codex ran its four commands' turns ({len(out)})")
+        check(
+            "lowers agentfw" not in out[0] and ("forbidden" in out[0].lower() or "agentfw's admin commands" in out[0]),
+            f"Codex's rules forbade `agentfw quarantine lift` before it ran ({out[0][-300:]})",
+        )
+        check(
+            "Read-only file system" in out[1] and "rc=0" not in out[1],
+            f"its workspace-write sandbox kept agentfw's home read-only ({out[1][-300:]})",
+        )
+        check("admin.from_agent" in out[2], f"the wrapped command was refused by agentfw itself (AM6) ({out[2][-300:]})")
+        check("control-ran" in out[3], "a harmless command did run")
+        self.trust_unchanged("Codex's attempts")
+
     def reinstall_and_uninstall(self) -> None:
         """After the harnesses rewrote their own files: a second install changes nothing, and
         uninstall takes out agentfw and nothing the harnesses wrote."""
         self.stop_sessions()
         for harness in ("claude", "codex"):
-            r = self.run([str(self.agentfw), "install", harness], self.work)
+            code, out = self.person([str(self.agentfw), "install", harness], self.work)
             check(
-                r.returncode == 0 and "already installed" in r.stdout + r.stderr,
+                code == 0 and "already installed" in out,
                 f"a second `agentfw install {harness}` says it is already installed",
             )
         claude_json = self.home / ".claude.json"
         before = json.loads(claude_json.read_text())
         for harness in ("claude", "codex"):
-            r = self.run([str(self.agentfw), "uninstall", harness], self.work)
-            check(r.returncode == 0, f"`agentfw uninstall {harness}` succeeded ({r.stderr.strip()[-300:]})")
+            code, out = self.person([str(self.agentfw), "uninstall", harness], self.work)
+            check(code == 0, f"`agentfw uninstall {harness}` succeeded ({out.strip()[-300:]})")
         after = json.loads(claude_json.read_text())
         servers = before.pop("mcpServers", {})
         servers.pop("agentfw", None)
@@ -572,6 +692,8 @@ class Run:
         check(not left, f"Claude Code's settings hold no hook, server or permission rule of agentfw's ({left})")
         left = codex_leftovers(self.home, self.agentfw)
         check(not left, f"Codex's config, hooks and rules hold no entry of agentfw's ({left})")
+        codex_config = (self.home / ".codex" / "config.toml").read_text()
+        check("sandbox_mode" not in codex_config, "and the sandbox mode install set is gone, as it was before")
         left = receipt_leftovers(self.home / ".local/share/agentfw", ("claude", "codex"))
         check(not left, f"agentfw kept no install record for either harness ({left})")
 
@@ -579,13 +701,7 @@ class Run:
     def cleanup(self) -> None:
         self.stop_sessions()
         if self.home.exists():
-            subprocess.run(
-                [str(self.agentfw), "daemon", "--stop"],
-                env=self.env(),
-                cwd=self.work,
-                capture_output=True,
-                timeout=30,
-            )
+            self.person([str(self.agentfw), "daemon", "--stop"], self.work, timeout=30)
         self.fake.stop()
 
     def stop_sessions(self) -> None:
@@ -645,6 +761,8 @@ def main() -> int:
         run.codex_reads()
         run.wake_claude()
         run.wake_codex()
+        run.claude_stopped()
+        run.codex_stopped()
         run.reinstall_and_uninstall()
         if run.fake.errors:
             raise Failure("the fake model server saw problems: " + "; ".join(run.fake.errors))

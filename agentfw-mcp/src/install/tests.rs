@@ -276,3 +276,46 @@ fn toml_without_a_final_line_break_gets_the_table_on_its_own_line() {
     let back: toml::Table = toml::from_str(undo.files[0].after.as_deref().unwrap()).unwrap();
     assert_eq!(back, toml::from_str::<toml::Table>(before).unwrap());
 }
+
+/// Codex's sandbox keeps agentfw's home read-only to the model's commands: a
+/// `danger-full-access` sandbox is a customisation replaced with consent and put back on
+/// uninstall; a stricter `read-only` stays; a home under `/tmp` takes `/tmp` out too.
+#[test]
+fn codex_gets_a_workspace_write_sandbox_and_gives_back_what_it_had() {
+    let config = |text: &'static str| move |p: &Path| p.ends_with("config.toml").then(|| text.to_owned());
+    let plan = plan_install(Harness::Codex, Scope::User, &ctx(), config("sandbox_mode = \"danger-full-access\"\n")).unwrap();
+    let after = plan.files[0].after.clone().unwrap();
+    assert!(after.starts_with("sandbox_mode = \"workspace-write\"\n"), "{after}");
+    let customised: Vec<&str> = plan.customised().collect();
+    assert!(customised.iter().any(|c| c.contains("`sandbox_mode`") && c.contains("\"danger-full-access\"")), "{customised:?}");
+    let mut receipt = Receipt::new(Harness::Codex, Scope::User);
+    receipt.record(&plan);
+    let undone = plan_uninstall(Harness::Codex, &receipt, |p| p.ends_with("config.toml").then(|| after.clone())).unwrap();
+    assert_eq!(undone.files[0].after.as_deref(), Some("sandbox_mode = \"danger-full-access\"\n"));
+
+    let strict = plan_install(Harness::Codex, Scope::User, &ctx(), config("sandbox_mode = \"read-only\"\n")).unwrap();
+    assert!(strict.files[0].after.as_deref().unwrap().starts_with("sandbox_mode = \"read-only\"\n"));
+
+    let ctx = Context { agentfw_home: Some("/tmp/afw/home".into()), ..ctx() };
+    let plan = plan_install(Harness::Codex, Scope::User, &ctx, |_| None).unwrap();
+    let after = plan.files[0].after.as_deref().unwrap();
+    assert!(after.contains("[sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n"), "{after}");
+}
+
+/// Claude Code denies the model agentfw's admin commands and its home, by the binary's
+/// path and its name.
+#[test]
+fn claude_denies_agentfw_admin_commands_and_its_home() {
+    let plan = plan_install(Harness::Claude, Scope::User, &ctx(), |_| None).unwrap();
+    let settings: Value = serde_json::from_str(plan.files[1].after.as_deref().unwrap()).unwrap();
+    let deny: Vec<&str> = settings["permissions"]["deny"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    for rule in [
+        "Bash(agentfw quarantine *)",
+        "Bash(agentfw unblock *)",
+        "Bash(/opt/agentfw/bin/agentfw daemon *)",
+        "Edit(//home/dev/.local/share/agentfw/**)",
+        "Read(//home/dev/.local/share/agentfw/**)",
+    ] {
+        assert!(deny.contains(&rule), "{rule} in {deny:?}");
+    }
+}
