@@ -36,11 +36,15 @@ fn wait_policy(w: &World, seq: u64) {
 }
 
 fn quarantined(w: &World) -> Vec<String> {
+    quarantine_field(w, "agent")
+}
+
+fn quarantine_field(w: &World, field: &str) -> Vec<String> {
     json_of(w, &["status", "--json"])["quarantined"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|q| q["agent"].as_str().unwrap().to_owned())
+        .map(|q| q[field].as_str().unwrap().to_owned())
         .collect()
 }
 
@@ -103,6 +107,9 @@ fn two_machines_talk_fenced_contain_a_worm_and_obey_a_central_block() {
     let (web_id, api_id) = (agent_id(&m2, "web (claude)"), agent_id(&m2, "api (codex)"));
     let held = quarantined(&m2);
     assert!(held.contains(&web_id) && held.contains(&api_id), "{held:?}");
+    // An agent of the other machine is shown by its label, not its raw id (ID7).
+    let labels = quarantine_field(&m2, "label");
+    assert!(labels.contains(&"web (claude)".to_owned()) && labels.contains(&"api (codex)".to_owned()), "{labels:?}");
     let r = ops.send("worker (cursor)", worm);
     assert!(r.error && r.text.contains("refused earlier"), "{}", r.text);
     // ...and on m1, through the relay: the path is quarantined, the text refused on sight.
