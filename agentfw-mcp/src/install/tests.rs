@@ -283,14 +283,19 @@ fn toml_without_a_final_line_break_gets_the_table_on_its_own_line() {
 #[test]
 fn codex_gets_a_workspace_write_sandbox_and_gives_back_what_it_had() {
     let config = |text: &'static str| move |p: &Path| p.ends_with("config.toml").then(|| text.to_owned());
-    let plan = plan_install(Harness::Codex, Scope::User, &ctx(), config("sandbox_mode = \"danger-full-access\"\n")).unwrap();
+    let plan =
+        plan_install(Harness::Codex, Scope::User, &ctx(), config("sandbox_mode = \"danger-full-access\"\n")).unwrap();
     let after = plan.files[0].after.clone().unwrap();
     assert!(after.starts_with("sandbox_mode = \"workspace-write\"\n"), "{after}");
     let customised: Vec<&str> = plan.customised().collect();
-    assert!(customised.iter().any(|c| c.contains("`sandbox_mode`") && c.contains("\"danger-full-access\"")), "{customised:?}");
+    assert!(
+        customised.iter().any(|c| c.contains("`sandbox_mode`") && c.contains("\"danger-full-access\"")),
+        "{customised:?}"
+    );
     let mut receipt = Receipt::new(Harness::Codex, Scope::User);
     receipt.record(&plan);
-    let undone = plan_uninstall(Harness::Codex, &receipt, |p| p.ends_with("config.toml").then(|| after.clone())).unwrap();
+    let undone =
+        plan_uninstall(Harness::Codex, &receipt, |p| p.ends_with("config.toml").then(|| after.clone())).unwrap();
     assert_eq!(undone.files[0].after.as_deref(), Some("sandbox_mode = \"danger-full-access\"\n"));
 
     let strict = plan_install(Harness::Codex, Scope::User, &ctx(), config("sandbox_mode = \"read-only\"\n")).unwrap();
@@ -299,7 +304,10 @@ fn codex_gets_a_workspace_write_sandbox_and_gives_back_what_it_had() {
     let ctx = Context { agentfw_home: Some("/tmp/afw/home".into()), ..ctx() };
     let plan = plan_install(Harness::Codex, Scope::User, &ctx, |_| None).unwrap();
     let after = plan.files[0].after.as_deref().unwrap();
-    assert!(after.contains("[sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n"), "{after}");
+    assert!(
+        after.contains("[sandbox_workspace_write]\nexclude_slash_tmp = true\nexclude_tmpdir_env_var = true\n"),
+        "{after}"
+    );
 }
 
 /// Claude Code denies the model agentfw's admin commands and its home, by the binary's
@@ -308,7 +316,8 @@ fn codex_gets_a_workspace_write_sandbox_and_gives_back_what_it_had() {
 fn claude_denies_agentfw_admin_commands_and_its_home() {
     let plan = plan_install(Harness::Claude, Scope::User, &ctx(), |_| None).unwrap();
     let settings: Value = serde_json::from_str(plan.files[1].after.as_deref().unwrap()).unwrap();
-    let deny: Vec<&str> = settings["permissions"]["deny"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let deny: Vec<&str> =
+        settings["permissions"]["deny"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     for rule in [
         "Bash(agentfw quarantine *)",
         "Bash(agentfw unblock *)",
