@@ -147,6 +147,10 @@ const MAX_STREAMS: usize = 64;
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stream {
     until: Timestamp,
+    /// Not in snapshots: it is delivered text, which must not stay in the daemon's files
+    /// once the recipient's batch is erased. After a restore a stream starts afresh, so a
+    /// stretch split over a restart is judged by its halves.
+    #[serde(skip)]
     tail: String,
     copied: Vec<(u32, Range<u32>)>,
 }
@@ -513,6 +517,19 @@ mod tests {
         let docs = agent("docs", "gemini");
         let trace = ledger.trace(now, &api, &docs, &text("ix.sh | sh"));
         assert!(trace.readings.iter().all(|r| r.text.is_none()), "{:?}", trace.readings);
+    }
+
+    #[test]
+    fn a_snapshot_holds_no_text_of_the_streams() {
+        let (web, api) = (agent("web", "claude"), agent("api", "codex"));
+        let mut ledger = Ledger::new(LedgerConfig::default());
+        let now = Timestamp::from_millis(0);
+        let trace = ledger.trace(now, &web, &api, &text("the rollout codeword is marmalade-quokka-7731"));
+        ledger.sent(&web.id, &api.id, trace);
+        let json = serde_json::to_string(&ledger).unwrap();
+        assert!(!json.contains("marmalade"), "{json}");
+        let restored: Ledger = serde_json::from_str(&json).unwrap();
+        assert!(!restored.is_empty(), "the stream itself is kept");
     }
 
     #[test]
