@@ -127,7 +127,7 @@ fn install_is_idempotent_and_uninstall_removes_what_it_created() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("installed agentfw for Codex (user scope)."), "{text}");
-    assert!(text.contains("File reads and edits follow your `approval_policy`"), "{text}");
+    assert!(text.contains("`sandbox_mode = \"workspace-write\"` unless you chose `read-only`"), "{text}");
     let config = env.read(".codex/config.toml").unwrap();
     let exe = fs::canonicalize(assert_cmd::cargo::cargo_bin("agentfw")).unwrap();
     assert!(config.contains(&format!("command = \"{}\"", exe.display())), "{config}");

@@ -140,7 +140,7 @@ fn quoted(items: &[&str]) -> String {
 }
 
 /// Codex command rules (`rules/agentfw.rules`). Codex decides file reads and edits with
-/// its sandbox and approval policy, which agentfw leaves as they are.
+/// its sandbox (set to `workspace-write` by the installer) and its approval policy.
 pub fn codex_rules() -> String {
     let mut out = String::from(
         "# Written by `agentfw install codex`: the permission overlay for commands.\n\
