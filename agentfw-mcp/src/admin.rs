@@ -1,9 +1,9 @@
 //! Admin commands fail closed (AM6).
 //!
 //! Every command that lowers protection — `allow`, `quarantine lift`, `block`/`unblock`,
-//! admission changes, the daemon's rule reload, `daemon --stop`, `identity pin`, `install`,
-//! `uninstall`, `join`, `keys rotate` — runs only for a caller the core places positively
-//! outside every agent session ([`Placement::Person`], see
+//! admission changes, the daemon's rule reload, `daemon --stop`, `daemon --relay`,
+//! `identity pin`, `install`, `uninstall`, `join`, `keys rotate` — runs only for a caller
+//! the core places positively outside every agent session ([`Placement::Person`], see
 //! [`agentfw_core::identity::placement`]). An agent (`admin.from_agent`) and anything that
 //! cannot be placed (`admin.unknown_caller`) are refused with what was seen. The daemon
 //! checks the commands it carries out, for the peer of the connection; the command line

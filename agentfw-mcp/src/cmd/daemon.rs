@@ -31,6 +31,12 @@ pub fn run(args: &Args) -> ExitCode {
     if args.stop {
         return stop(&home);
     }
+    // Another relay would carry this machine's messages and name its peers (AM6).
+    if args.relay.is_some()
+        && let Err(code) = super::require_person(Some(&home.dir), "daemon --relay")
+    {
+        return code;
+    }
     match daemon::run(&home, args.relay.as_deref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e @ DaemonError::AlreadyRunning { .. }) => {

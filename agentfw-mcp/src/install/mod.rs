@@ -386,6 +386,7 @@ fn plan_file(
     file: &Path,
     before: Option<&str>,
     ctx: &Context,
+    installed: &[PathBuf],
 ) -> Result<FilePlan, InstallError> {
     let name = file.display().to_string();
     let (after, changes, customised) = match role {
@@ -411,7 +412,7 @@ fn plan_file(
                 Role::ClaudeSettings => {
                     add_hooks(&mut doc, harness, ctx)?;
                     add_permissions(&mut doc, &overlay::claude(), &["allow", "ask", "deny"])?;
-                    let guard = overlay::claude_guard(&ctx.exe, &ctx.state());
+                    let guard = overlay::claude_guard(&ctx.exe, &ctx.state(), installed);
                     add_permissions(&mut doc, &guard, &["allow", "ask", "deny"])?;
                 }
                 Role::Hooks => {
@@ -444,9 +445,10 @@ pub fn plan_install(
     read: impl Fn(&Path) -> Option<String>,
 ) -> Result<Plan, InstallError> {
     let mut files = Vec::new();
+    let installed = install_paths(harness, scope, ctx);
     for (file, role) in targets(harness, scope, ctx) {
         let before = read(&file);
-        files.push(plan_file(harness, role, &file, before.as_deref(), ctx)?);
+        files.push(plan_file(harness, role, &file, before.as_deref(), ctx, &installed)?);
     }
     let mut notes = Vec::new();
     let permissions = files.last().map(|f| f.path.display().to_string()).unwrap_or_default();

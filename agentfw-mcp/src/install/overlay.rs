@@ -10,6 +10,8 @@
 //! The harness enforces it, whatever a message from another agent asked for.
 
 /// Test commands, allowed.
+use std::path::PathBuf;
+
 pub const TESTS: &[&str] = &[
     "cargo test",
     "go test",
@@ -46,7 +48,9 @@ pub const EXTERNAL: &[&str] = &[
 ];
 
 /// agentfw's commands that lower its protection (AM6). agentfw refuses them from inside an
-/// agent session itself; the harness's rules deny them before they run.
+/// agent session itself; the harness's rules deny them before they run. `hook` is here too:
+/// only the harness runs it, and a model that ran it could say a person spoke (resetting its
+/// turn fuse, LM2), which agentfw cannot tell from the harness's own hook.
 pub const ADMIN_COMMANDS: &[&str] = &[
     "allow",
     "quarantine",
@@ -63,6 +67,7 @@ pub const ADMIN_COMMANDS: &[&str] = &[
     "uninstall",
     "join",
     "keys",
+    "hook",
 ];
 
 /// agentfw's own MCP tools, allowed (they are judged by agentfw itself).
@@ -95,10 +100,12 @@ pub fn claude() -> Vec<(&'static str, String)> {
 
 /// Claude Code `permissions.deny` rules that keep agentfw's protection out of the model's
 /// reach (see `docs/threat-model.md`): its admin commands, by name and by the path of the
-/// binary `exe`, and its home `state` (trust file, configuration, pins, database) for the
-/// file tools. `//` starts an absolute path in a Claude Code path rule; `Edit` rules cover
-/// every tool that writes files.
-pub fn claude_guard(exe: &str, state: &str) -> Vec<(&'static str, String)> {
+/// binary `exe`; its home `state` (trust file, configuration, pins, database) for the file
+/// tools; and edits of the harness files the install wrote (`installed`: the settings that
+/// hold these rules and the hooks, the server's registration), which would take agentfw out.
+/// `//` starts an absolute path in a Claude Code path rule; `Edit` rules cover every tool
+/// that writes files.
+pub fn claude_guard(exe: &str, state: &str, installed: &[PathBuf]) -> Vec<(&'static str, String)> {
     let mut rules: Vec<(&'static str, String)> = Vec::new();
     for program in ["agentfw", exe] {
         rules.extend(ADMIN_COMMANDS.iter().map(|c| ("deny", format!("Bash({program} {c} *)"))));
@@ -107,6 +114,7 @@ pub fn claude_guard(exe: &str, state: &str) -> Vec<(&'static str, String)> {
     for tool in ["Edit", "Read"] {
         rules.push(("deny", format!("{tool}(/{state}/**)")));
     }
+    rules.extend(installed.iter().map(|file| ("deny", format!("Edit(/{})", file.display()))));
     rules
 }
 
