@@ -275,3 +275,46 @@ fn team_entry(w: &World, label: &str) -> Value {
         .and_then(|a| a.iter().find(|e| e["label"] == label).cloned())
         .unwrap_or_else(|| panic!("no {label} in {text}"))
 }
+
+/// The daemon enforces the check itself, whatever speaks to its socket: each operation
+/// that lowers protection, written to the socket by a script inside an agent session (no
+/// agentfw binary involved), is answered `admin.from_agent` and changes nothing.
+#[test]
+fn the_daemon_refuses_admin_operations_sent_to_its_socket_from_an_agent() {
+    let w = World::with_config(CONFIG);
+    let mut web = w.agent("claude", "web");
+    let _api = w.agent("codex", "api");
+    let daemon = w.wait_daemon();
+    let socket = agentfw_mcp::home::Home::at(&w.home).unwrap().socket;
+    let ops = [
+        r#"{"v":1,"id":1,"op":"allow","args":{"a":"web (claude)","b":"api (codex)"}}"#,
+        r#"{"v":1,"id":2,"op":"quarantine_lift","args":{"agent":"api (codex)"}}"#,
+        r#"{"v":1,"id":3,"op":"admission_import","args":{"ratings":{"mcp:github":0.5},"source":"x"}}"#,
+        r#"{"v":1,"id":4,"op":"admission_mode","args":{"mode":"off"}}"#,
+        r#"{"v":1,"id":5,"op":"admission_except","args":{"component":"mcp:github"}}"#,
+        r#"{"v":1,"id":6,"op":"reload"}"#,
+        r#"{"v":1,"id":7,"op":"shutdown"}"#,
+    ];
+    let script = "import socket, sys\n\
+        s = socket.socket(socket.AF_UNIX)\n\
+        s.connect(sys.argv[1])\n\
+        f = s.makefile('rwb')\n\
+        for line in sys.argv[2:]:\n    f.write(line.encode() + b'\\n'); f.flush(); sys.stdout.write(f.readline().decode())\n";
+    // (The fake agent's shell takes one line per command: the script goes in a file.)
+    let file = w.dir.path().join("speak.py");
+    common::write(&file, script);
+    let args: Vec<String> = ops.iter().map(|o| shell_quote(o)).collect();
+    let ran = web.run(&format!(
+        "python3 {} {} {}",
+        shell_quote(&file.display().to_string()),
+        shell_quote(&socket.display().to_string()),
+        args.join(" ")
+    ));
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let answers: Vec<Value> = ran.stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(answers.len(), ops.len(), "{}", ran.stdout);
+    for (op, answer) in ops.iter().zip(&answers) {
+        assert_eq!(answer["error"]["code"], "admin.from_agent", "{op}: {answer}");
+    }
+    assert_eq!(w.daemon_pid(), Some(daemon), "the daemon was stopped");
+}
