@@ -28,9 +28,12 @@
 //!                       # (AM6); `true` lets anyone run them, agents included
 //!
 //! [relay]               # written by `agentfw join URL INVITE`
-//! url = "http://relay.example:8470"
+//! url = "https://relay.example:8470"
 //! device = "…"          # this device's id, as enrolled
 //! name = "laptop"       # this machine's name on the relay
+//! ca = "/etc/agentfw/relay-ca.pem"  # `agentfw join --ca FILE`: trust this CA alone for
+//!                       # an https:// relay (relative: to this directory); default: the
+//!                       # system's roots
 //! ```
 //!
 //! `[firewall]` is part of the firewall's saved state: it applies when the state is first
@@ -127,6 +130,17 @@ pub struct RelayConfig {
     pub url: String,
     pub device: String,
     pub name: String,
+    /// The CA certificate file (PEM) an `https://` relay's certificate must chain to;
+    /// empty: the system's roots.
+    pub ca: String,
+}
+
+impl RelayConfig {
+    /// The CA file, a relative path taken from `dir` (the home, where `config.toml` is).
+    pub fn ca_file(&self, dir: &Path) -> Option<std::path::PathBuf> {
+        let ca = self.ca.trim();
+        (!ca.is_empty()).then(|| dir.join(ca))
+    }
 }
 
 /// The whole configuration, defaults filled in.

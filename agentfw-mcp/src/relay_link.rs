@@ -25,7 +25,7 @@ use agentfw_core::admission::ComponentId;
 use agentfw_core::firewall::{Accepted, Event};
 use agentfw_core::message::{Agent, MessageId};
 use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, PublicBundle, ReplayCache, Rotation};
-use agentfw_relay::client::{Client, ClientConfig, ClientError, Delivery, Incoming};
+use agentfw_relay::client::{Client, ClientConfig, ClientError, Delivery, Endpoint, Incoming};
 use agentfw_relay::protocol::{DirectoryFrame, PolicyFrame, Routed};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -103,24 +103,16 @@ pub enum FromLink {
 pub struct Link {
     commands: mpsc::UnboundedSender<ToLink>,
     device: DeviceId,
-    url: String,
+    relay: Endpoint,
 }
 
 impl Link {
     /// Starts the link task on the current tokio runtime. `to_engine` hands the link's
     /// news to the engine thread; it returns false once the engine is gone.
-    pub fn start(
-        url: &str,
-        keys: DeviceKeys,
-        to_engine: impl Fn(FromLink) -> bool + Send + 'static,
-    ) -> Result<Self, ClientError> {
-        let trimmed = url.trim().trim_end_matches('/');
-        if !(trimmed.starts_with("http://") || trimmed.starts_with("https://")) || trimmed.len() <= "https://".len() {
-            return Err(ClientError::Url(url.to_owned()));
-        }
+    pub fn start(relay: Endpoint, keys: DeviceKeys, to_engine: impl Fn(FromLink) -> bool + Send + 'static) -> Self {
         let keys = Arc::new(keys);
         let device = keys.device();
-        let (client, incoming) = Client::connect(ClientConfig::new(trimmed), Arc::clone(&keys));
+        let (client, incoming) = Client::connect(ClientConfig::new(relay.clone()), Arc::clone(&keys));
         let (commands, rx) = mpsc::unbounded_channel();
         let task = Task {
             client,
@@ -131,7 +123,7 @@ impl Link {
             to_engine: Box::new(to_engine),
         };
         tokio::spawn(task.run(incoming, rx));
-        Ok(Self { commands, device, url: trimmed.to_owned() })
+        Self { commands, device, relay }
     }
 
     pub fn send(&self, message: ToLink) {
@@ -144,12 +136,13 @@ impl Link {
     }
 
     pub fn url(&self) -> &str {
-        &self.url
+        self.relay.url()
     }
 }
 
 /// The link the daemon for `home` keeps, if it has a relay: `url` (from `--relay`), else
-/// the one `agentfw join` wrote into the configuration. Returns the link and this machine's
+/// the one `agentfw join` wrote into the configuration, trusting the configured CA file
+/// for `https://` (else the system's roots). Returns the link and this machine's
 /// name on the relay. News goes to the engine thread through `jobs`, wrapped by `wrap`.
 pub fn start_for<W: Send + 'static>(
     home: &Home,
@@ -175,8 +168,9 @@ pub fn start_for<W: Send + 'static>(
         );
     }
     let name = if config.name.trim().is_empty() { hostname() } else { config.name.trim().to_owned() };
+    let relay = Endpoint::new(&url, config.ca_file(&home.dir).as_deref()).map_err(|e| e.to_string())?;
     let _guard = runtime.enter();
-    let link = Link::start(&url, keys, move |news| jobs.send(wrap(news)).is_ok()).map_err(|e| e.to_string())?;
+    let link = Link::start(relay, keys, move |news| jobs.send(wrap(news)).is_ok());
     Ok(Some((link, name)))
 }
 

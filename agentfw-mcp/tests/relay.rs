@@ -3,7 +3,8 @@
 //! sealed, arrive fenced, a worm is contained on both machines, a block made through the
 //! relay's admin API (what the dashboard calls) stops the next message on both, a relay
 //! restarted in the middle of traffic loses and duplicates nothing, a restarted daemon
-//! reaches the other machine before its link is back, and a key rotation reaches the relay.
+//! reaches the other machine before its link is back, a key rotation reaches the relay, and
+//! all of it works with a relay serving TLS from its own CA (`agentfw join --ca`).
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -151,6 +152,66 @@ fn two_machines_talk_fenced_contain_a_worm_and_obey_a_central_block() {
     let audit = audit.to_string();
     assert!(audit.contains("web (claude)") && audit.contains("api (codex)"), "{audit}");
     assert!(!audit.contains("/health") && !audit.contains("Ignore all previous"), "{audit}");
+}
+
+#[test]
+fn two_machines_talk_through_a_relay_serving_tls_from_its_own_ca() {
+    let relay = TestRelay::start_tls();
+    let url = relay.url();
+    assert!(url.starts_with("https://"), "{url}");
+    let ca = relay.ca_file().unwrap().to_str().unwrap().to_owned();
+
+    // Without the CA, the relay's certificate is not trusted: nothing is enrolled and
+    // the invite is not spent. Plain http:// to it is told to use https://.
+    let w = World::with_config(BASE_CONFIG);
+    let invite = relay.invite();
+    let out = w.agentfw(&["join", &url, &invite, "--name", "m1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is not signed by an authority this device trusts"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--ca FILE"), "{}", stderr(&out));
+    let out = w.agentfw(&["join", &url.replace("https://", "http://"), &invite, "--name", "m1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("relay.tls_required") && stderr(&out).contains("use an https:// URL"));
+    let out = w.agentfw(&["join", &url, &invite, "--ca", "no-such-ca.pem"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("cannot use the CA file `no-such-ca.pem`"), "{}", stderr(&out));
+    let out = w.agentfw(&["join", &url.replace("https://", "http://"), &invite, "--ca", &ca]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("which is plain HTTP: use https://"), "{}", stderr(&out));
+    let out = w.agentfw(&["join", &url, &invite, "--name", "m1", "--ca", &ca]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let config = std::fs::read_to_string(w.home.join("config.toml")).unwrap();
+    assert!(config.contains(&format!("ca = \"{ca}\"")), "the CA is remembered with the relay: {config}");
+
+    // Two machines trusting the CA: a message crosses, over TLS both ways.
+    let m2 = machine(&relay, "m2", BASE_CONFIG);
+    let mut web = w.agent("claude", "web");
+    let mut api = m2.agent("codex", "api");
+    wait_for("api on m1", || web.team().text.contains("api (codex)").then_some(()));
+    let sent = web.send("api (codex)", "Is the TLS certificate renewed yet?");
+    assert!(!sent.error, "{}", sent.text);
+    let inbox = wait_for("the question on m2", || {
+        let got = api.inbox();
+        (!got.text.starts_with("No new messages")).then_some(got.text)
+    });
+    assert!(inbox.contains("Is the TLS certificate renewed yet?"), "{inbox}");
+    let status = relay_status(&w);
+    assert_eq!(status["connected"], true, "{status}");
+    assert_eq!(status["url"], url.as_str(), "{status}");
+
+    // A daemon whose CA file no longer holds a certificate says so when it starts.
+    let out = w.agentfw(&["daemon", "--stop"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let broken = w.home.join("broken-ca.pem");
+    std::fs::write(&broken, "not a certificate").unwrap();
+    std::fs::write(w.home.join("config.toml"), config.replace(&ca, broken.to_str().unwrap())).unwrap();
+    let out = w.agentfw(&["daemon"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("broken-ca.pem") && stderr(&out).contains("holds no certificate"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// Limits that let one agent send a burst of distinct messages to another.

@@ -1,8 +1,6 @@
 //! The relay's clock and randomness: the only places this crate reads them.
 
 use agentfw_core::time::Timestamp;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 
 /// Now, by the system clock.
 #[allow(clippy::disallowed_methods)] // The adapter owns the clock.
@@ -15,14 +13,6 @@ pub fn now() -> Timestamp {
 #[allow(clippy::disallowed_methods)] // The adapter owns the clock.
 pub fn instant() -> std::time::Instant {
     std::time::Instant::now()
-}
-
-/// A generator seeded from the operating system.
-#[allow(clippy::disallowed_methods)] // The adapter owns randomness.
-pub fn rng() -> Result<ChaCha20Rng, getrandom::Error> {
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed)?;
-    Ok(ChaCha20Rng::from_seed(seed))
 }
 
 /// `n` bytes from the operating system.

@@ -1,13 +1,17 @@
 //! agentfw-relay: carries sealed envelopes between devices without being able to read
 //! them, and holds what the network decides centrally.
 //!
+//! The device side, which the `agentfw` binary links:
 //! - [`protocol`]: the wire protocol (one WebSocket per device; JSON control frames,
 //!   binary envelope frames) and the signed routing field that names the agents.
-//! - [`server`]: the relay itself ([`server::Relay`]): enrollment with invites, device
-//!   logins, store-and-forward until acknowledged, central admission and blocks, the audit
-//!   log and the admin dashboard.
-//! - [`client`]: the device side, for the daemon: join, connect with backoff, submit,
-//!   receive, acknowledge, and [`client::PolicyMirror`] to apply central policy locally.
+//! - [`client`]: join, connect with backoff, submit, receive, acknowledge, over `http://`
+//!   or `https://` (rustls), and [`client::PolicyMirror`] to apply central policy locally.
+//!
+//! The relay itself, behind the `server` feature (on by default; the `agentfw-relay`
+//! binary needs it):
+//! - [`server`]: the relay ([`server::Relay`]): enrollment with invites, device logins,
+//!   store-and-forward until acknowledged, central admission and blocks, the audit log,
+//!   the admin dashboard, and TLS when given a certificate.
 //! - [`policy`]: the central policy, a core firewall fed admin actions (sans-IO).
 //! - [`store`]: SQLite or PostgreSQL, with group commit and `LISTEN`/`NOTIFY`.
 //! - [`audit`]: the metadata log's records, queries and JSONL export.
@@ -17,13 +21,20 @@
 
 #![forbid(unsafe_code)]
 
-pub mod audit;
 pub mod client;
 pub mod clock;
-pub mod policy;
 pub mod protocol;
+
+#[cfg(feature = "server")]
+pub mod audit;
+#[cfg(feature = "server")]
+pub mod policy;
+#[cfg(feature = "server")]
 pub mod ratelimit;
+#[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
 pub mod store;
 
+#[cfg(feature = "server")]
 pub use server::{Config, Relay, RelayError};

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agentfw_relay::audit::{AuditQuery, parse_time, to_jsonl};
-use agentfw_relay::server::{create_invite, reset_admin_token};
+use agentfw_relay::server::{create_invite, reset_admin_token, tls};
 use agentfw_relay::store::Store;
 use agentfw_relay::{Config, Relay, clock};
 use clap::{Parser, Subcommand};
@@ -48,9 +48,17 @@ enum Command {
         /// Days to keep audit records.
         #[arg(long, default_value_t = 90)]
         retention_days: u64,
-        /// Mark the admin cookie `Secure` (when the relay is served over HTTPS).
+        /// Mark the admin cookie `Secure` (when a proxy in front serves the relay over
+        /// HTTPS; with --tls-cert it is marked anyway).
         #[arg(long)]
         secure_cookie: bool,
+        /// Serve TLS with this certificate chain (PEM, the relay's certificate first), so
+        /// that devices connect with https:// and no proxy is needed.
+        #[arg(long, value_name = "FILE", requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// The private key of --tls-cert (PEM).
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
     },
     /// Make a one-time invite for a device; prints the token.
     Invite {
@@ -121,7 +129,21 @@ async fn run(cli: Cli) -> Result<(), String> {
         None => default_database_url()?,
     };
     match cli.command {
-        Command::Serve { listen, admin_token, rate, burst, max_message_bytes, retention_days, secure_cookie } => {
+        Command::Serve {
+            listen,
+            admin_token,
+            rate,
+            burst,
+            max_message_bytes,
+            retention_days,
+            secure_cookie,
+            tls_cert,
+            tls_key,
+        } => {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => Some(tls::load(&cert, &key).map_err(|e| e.to_string())?),
+                _ => None,
+            };
             let mut config = Config {
                 listen,
                 database_url,
@@ -129,6 +151,7 @@ async fn run(cli: Cli) -> Result<(), String> {
                 rate_per_second: rate,
                 burst,
                 secure_cookie,
+                tls,
                 ..Config::default()
             };
             config.limits.max_plaintext = max_message_bytes;

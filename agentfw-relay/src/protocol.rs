@@ -364,6 +364,8 @@ pub mod codes {
     pub const SHUTDOWN: &str = "relay.shutdown";
     pub const REPLACED: &str = "relay.replaced";
     pub const ROTATED: &str = "relay.rotated";
+    /// Plain HTTP to a relay that serves TLS.
+    pub const TLS_REQUIRED: &str = "relay.tls_required";
 }
 
 /// Bytes as base64url without padding, for JSON.

@@ -130,7 +130,7 @@ async fn the_api_exports_jsonl_of_every_sides_decisions() {
     let mut stages = Vec::new();
     for _ in 0..50 {
         let r = agentfw_relay::client::http::request(
-            &relay.url(),
+            &endpoint(&relay.url()),
             "GET",
             "/admin/api/audit.jsonl?to=api%20(codex)&since=1h",
             &[("authorization", &auth)],

@@ -34,7 +34,9 @@ async fn relay_with(dir: &std::path::Path, tune: impl FnOnce(&mut Config)) -> Re
 
 async fn enrolled(relay: &Relay, seed: u64) -> Arc<DeviceKeys> {
     let k = keys(seed);
-    agentfw_relay::client::join(&relay.url(), &relay.invite("test").await.unwrap(), &k, "device").await.unwrap();
+    agentfw_relay::client::join(&endpoint(&relay.url()), &relay.invite("test").await.unwrap(), &k, "device")
+        .await
+        .unwrap();
     k
 }
 
@@ -359,7 +361,7 @@ async fn a_slow_client_is_disconnected_and_nobody_else_notices() {
     let (a, slow) = (enrolled(&relay, 1).await, enrolled(&relay, 2).await);
     // The slow device logs in and then never reads.
     let slow_ws = login(&relay, &slow).await;
-    let (client, mut incoming) = Client::connect(client_config(&relay.url()), a.clone());
+    let (client, mut incoming) = Client::connect(client_config(&endpoint(&relay.url())), a.clone());
     client.wait_connected().await.unwrap();
     let body = vec![b'z'; 60 * 1024];
     let mut pending = futures_util::stream::FuturesUnordered::new();
@@ -389,15 +391,15 @@ async fn enrollment_refuses_bad_invites_and_signatures() {
     let url = relay.url();
     let invite = relay.invite("one").await.unwrap();
     let a = keys(1);
-    agentfw_relay::client::join(&url, &invite, &a, "a").await.unwrap();
+    agentfw_relay::client::join(&endpoint(&url), &invite, &a, "a").await.unwrap();
 
     let b = keys(2);
-    let e = agentfw_relay::client::join(&url, &invite, &b, "b").await.unwrap_err();
+    let e = agentfw_relay::client::join(&endpoint(&url), &invite, &b, "b").await.unwrap_err();
     assert_eq!(e.code(), Some("relay.bad_invite"), "{e}");
-    let e = agentfw_relay::client::join(&url, "afwi_made-up", &b, "b").await.unwrap_err();
+    let e = agentfw_relay::client::join(&endpoint(&url), "afwi_made-up", &b, "b").await.unwrap_err();
     assert_eq!(e.code(), Some("relay.bad_invite"));
     let fresh = relay.invite("two").await.unwrap();
-    let e = agentfw_relay::client::join(&url, &fresh, &a, "a again").await.unwrap_err();
+    let e = agentfw_relay::client::join(&endpoint(&url), &fresh, &a, "a again").await.unwrap_err();
     assert_eq!(e.code(), Some("relay.already_enrolled"));
 
     // A bundle sent by someone without its key.
@@ -410,23 +412,31 @@ async fn enrollment_refuses_bad_invites_and_signatures() {
         signature,
     })
     .unwrap();
-    let r = http::request(&url, "POST", protocol::ENROLL_PATH, &[("content-type", "application/json")], body)
-        .await
-        .unwrap();
+    let r =
+        http::request(&endpoint(&url), "POST", protocol::ENROLL_PATH, &[("content-type", "application/json")], body)
+            .await
+            .unwrap();
     assert_eq!(r.status, 401, "{}", r.text());
     assert!(r.text().contains("relay.bad_signature"));
     // Not JSON, and not a bundle.
-    let r = http::request(&url, "POST", protocol::ENROLL_PATH, &[("content-type", "application/json")], b"{".to_vec())
-        .await
-        .unwrap();
+    let r = http::request(
+        &endpoint(&url),
+        "POST",
+        protocol::ENROLL_PATH,
+        &[("content-type", "application/json")],
+        b"{".to_vec(),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status, 400);
     let body = json!({"invite": fresh, "bundle": "agentfw-pub-v1 nope", "signature": ""}).to_string().into_bytes();
-    let r = http::request(&url, "POST", protocol::ENROLL_PATH, &[("content-type", "application/json")], body)
-        .await
-        .unwrap();
+    let r =
+        http::request(&endpoint(&url), "POST", protocol::ENROLL_PATH, &[("content-type", "application/json")], body)
+            .await
+            .unwrap();
     assert_eq!((r.status, r.text().contains("relay.bad_bundle")), (400, true), "{}", r.text());
     // The unused invite still works for the right device.
-    agentfw_relay::client::join(&url, &fresh, &b, "b").await.unwrap();
+    agentfw_relay::client::join(&endpoint(&url), &fresh, &b, "b").await.unwrap();
     relay.shutdown().await;
 }
 
@@ -450,7 +460,7 @@ async fn admin_endpoints_refuse_without_the_credential() {
             if let Some(a) = auth {
                 headers.push(("authorization", a));
             }
-            let r = http::request(&url, method, path, &headers, body.as_bytes().to_vec()).await.unwrap();
+            let r = http::request(&endpoint(&url), method, path, &headers, body.as_bytes().to_vec()).await.unwrap();
             assert_eq!(r.status, 401, "{method} {path} with {auth:?}: {}", r.text());
             assert!(r.text().contains("admin.unauthorized"));
         }
@@ -461,20 +471,23 @@ async fn admin_endpoints_refuse_without_the_credential() {
     assert_eq!(overview["admission"]["mode"], "report");
 
     // The dashboard's login: a wrong token is refused; the right one gets a strict cookie.
-    let r =
-        http::request(&url, "POST", "/admin/login", &[json_header], br#"{"token":"guess"}"#.to_vec()).await.unwrap();
+    let r = http::request(&endpoint(&url), "POST", "/admin/login", &[json_header], br#"{"token":"guess"}"#.to_vec())
+        .await
+        .unwrap();
     assert_eq!(r.status, 401);
     let body = serde_json::to_vec(&json!({"token": ADMIN_TOKEN})).unwrap();
-    let r = http::request(&url, "POST", "/admin/login", &[json_header], body).await.unwrap();
+    let r = http::request(&endpoint(&url), "POST", "/admin/login", &[json_header], body).await.unwrap();
     assert_eq!(r.status, 200);
     let cookie = r.header("set-cookie").unwrap().to_owned();
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
     let session = cookie.split(';').next().unwrap().to_owned();
-    let r = http::request(&url, "GET", "/admin/api/overview", &[("cookie", &session)], Vec::new()).await.unwrap();
+    let r = http::request(&endpoint(&url), "GET", "/admin/api/overview", &[("cookie", &session)], Vec::new())
+        .await
+        .unwrap();
     assert_eq!(r.status, 200);
     // A state change needs a JSON body (a cross-site form cannot send one).
     let r = http::request(
-        &url,
+        &endpoint(&url),
         "POST",
         "/admin/api/quarantine",
         &[("cookie", &session), ("content-type", "application/x-www-form-urlencoded")],
@@ -483,14 +496,17 @@ async fn admin_endpoints_refuse_without_the_credential() {
     .await
     .unwrap();
     assert_eq!(r.status, 400);
-    let r = http::request(&url, "POST", "/admin/logout", &[("cookie", &session), json_header], b"{}".to_vec())
+    let r =
+        http::request(&endpoint(&url), "POST", "/admin/logout", &[("cookie", &session), json_header], b"{}".to_vec())
+            .await
+            .unwrap();
+    assert_eq!(r.status, 200);
+    let r = http::request(&endpoint(&url), "GET", "/admin/api/overview", &[("cookie", &session)], Vec::new())
         .await
         .unwrap();
-    assert_eq!(r.status, 200);
-    let r = http::request(&url, "GET", "/admin/api/overview", &[("cookie", &session)], Vec::new()).await.unwrap();
     assert_eq!(r.status, 401);
     // The dashboard page itself is public (it holds no data) and locked down.
-    let r = http::request(&url, "GET", "/admin", &[], Vec::new()).await.unwrap();
+    let r = http::request(&endpoint(&url), "GET", "/admin", &[], Vec::new()).await.unwrap();
     assert_eq!(r.status, 200);
     assert!(r.header("content-security-policy").unwrap().contains("default-src 'none'"));
     assert!(!r.text().contains("http://") && !r.text().contains("https://"), "no external resources");
@@ -521,7 +537,7 @@ async fn revoked_and_rotated_keys_stop_working_at_once() {
     hello(&mut ws, &a.keys).await;
     assert_eq!(next(&mut ws).await["code"], "relay.revoked");
     let new_keys = Arc::new(new_keys);
-    let mut a2 = Daemon::connect(&relay.url(), "laptop", 3, new_keys.clone(), vec![web.clone()]).await;
+    let mut a2 = Daemon::connect(&endpoint(&relay.url()), "laptop", 3, new_keys.clone(), vec![web.clone()]).await;
     a2.pump_until(WAIT, |d| d.directory.device_of(&web.id) == Some(new_keys.device())).await;
     // Others learn the rotation from the relay, signed by the old key.
     let bundles = b.client.lookup(vec![a.keys.device()]).await.unwrap();
@@ -583,7 +599,7 @@ async fn slow_headers_are_cut_off_and_connections_are_capped() {
     assert_eq!(n, 0, "turned away: {}", String::from_utf8_lossy(&buf[..n]));
     drop(idle);
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let r = http::request(&relay.url(), "GET", "/healthz", &[], Vec::new()).await.unwrap();
+    let r = http::request(&endpoint(&relay.url()), "GET", "/healthz", &[], Vec::new()).await.unwrap();
     assert_eq!(r.status, 200);
     relay.shutdown().await;
 }

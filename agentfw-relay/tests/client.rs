@@ -38,13 +38,13 @@ async fn the_client_waits_for_the_relay_keeps_submissions_and_delivers_them_once
     let addr = relay.addr();
     let (a, b) = (keys(1), keys(2));
     for (k, name) in [(&a, "a"), (&b, "b")] {
-        join(&relay.url(), &relay.invite(name).await.unwrap(), k, name).await.unwrap();
+        join(&endpoint(&relay.url()), &relay.invite(name).await.unwrap(), k, name).await.unwrap();
     }
     relay.shutdown().await;
 
     // The client starts while nothing listens, and backs off.
     let url = format!("http://{addr}");
-    let (client, mut incoming) = Client::connect(client_config(&url), a.clone());
+    let (client, mut incoming) = Client::connect(client_config(&endpoint(&url)), a.clone());
     let (web, api) = (agent("web", "claude", "a"), agent("api", "codex", "b"));
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(3);
     let id = MessageId::generate(clock::now(), &mut rng);
@@ -76,7 +76,7 @@ async fn the_client_waits_for_the_relay_keeps_submissions_and_delivers_them_once
     assert_eq!(bundles[0].bundle, *b.public());
 
     // The recipient gets it, acknowledges it, and does not get it again after a reconnect.
-    let (bc, mut bi) = Client::connect(client_config(&relay.url()), b.clone());
+    let (bc, mut bi) = Client::connect(client_config(&endpoint(&relay.url())), b.clone());
     let Incoming::Delivery(d) = next(&mut bi, |i| matches!(i, Incoming::Delivery(_))).await else { panic!() };
     d.verify(a.public()).unwrap();
     assert_eq!(d.routing().from.id, web.id);
@@ -84,7 +84,7 @@ async fn the_client_waits_for_the_relay_keeps_submissions_and_delivers_them_once
     bc.ack(d.seq);
     tokio::time::sleep(Duration::from_millis(300)).await;
     bc.stop();
-    let (bc, mut bi) = Client::connect(client_config(&relay.url()), b.clone());
+    let (bc, mut bi) = Client::connect(client_config(&endpoint(&relay.url())), b.clone());
     next(&mut bi, |i| matches!(i, Incoming::Connected { .. })).await;
     let again =
         tokio::time::timeout(Duration::from_millis(500), next(&mut bi, |i| matches!(i, Incoming::Delivery(_)))).await;
@@ -122,7 +122,7 @@ async fn policy_missed_while_offline_is_undone_by_the_reset() {
         .await
         .unwrap();
 
-    let (client, mut incoming) = Client::connect(client_config(&relay.url()), keys);
+    let (client, mut incoming) = Client::connect(client_config(&endpoint(&relay.url())), keys);
     let Incoming::Policy(frame) = next(&mut incoming, |i| matches!(i, Incoming::Policy(_))).await else { panic!() };
     assert!(frame.reset);
     let applied = mirror.apply(&frame);
@@ -167,7 +167,7 @@ async fn admission_is_decided_centrally_and_enforced_at_both_ends() {
         {"agent": "web (claude)", "components": [{"id": "mcp:github", "score": 7.5}, {"id": "skill:deploy", "score": 2.0}]},
         {"agent": "api (codex)", "components": [{"id": "mcp:fs", "score": 3.0}]}]});
     let r = agentfw_relay::client::http::request(
-        &url,
+        &endpoint(&url),
         "PUT",
         "/admin/api/admission/inventory",
         &[("authorization", &format!("Bearer {ADMIN_TOKEN}"))],

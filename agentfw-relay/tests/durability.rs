@@ -27,8 +27,10 @@ async fn a_relay_killed_in_the_middle_of_traffic_loses_and_duplicates_nothing_it
     let log = dir.path().join("relay.log");
     let mut relay = RelayProcess::spawn(&db, port, &log).await;
     let (web, api) = (agent("web", "claude", "laptop"), agent("api", "codex", "desktop"));
-    let mut a = Daemon::join_url(&relay.url, &invite(&relay.url).await, "laptop", 31, vec![web.clone()]).await;
-    let mut b = Daemon::join_url(&relay.url, &invite(&relay.url).await, "desktop", 32, vec![api.clone()]).await;
+    let mut a =
+        Daemon::join_at(&endpoint(&relay.url), &invite(&relay.url).await, "laptop", 31, vec![web.clone()]).await;
+    let mut b =
+        Daemon::join_at(&endpoint(&relay.url), &invite(&relay.url).await, "desktop", 32, vec![api.clone()]).await;
     a.pump_until(WAIT, |d| d.directory.device_of(&api.id).is_some()).await;
     let template = a.send(&web, &api, "Warming up: which port?").await.unwrap();
     b.pump_until(WAIT, |d| d.inbox.contains_key(&template.id)).await;
@@ -120,8 +122,10 @@ async fn the_relays_database_files_and_logs_never_hold_the_text() {
     let log = dir.path().join("relay.log");
     let mut relay = RelayProcess::spawn(&db, free_port(), &log).await;
     let (web, api) = (agent("web", "claude", "laptop"), agent("api", "codex", "desktop"));
-    let mut a = Daemon::join_url(&relay.url, &invite(&relay.url).await, "laptop", 41, vec![web.clone()]).await;
-    let mut b = Daemon::join_url(&relay.url, &invite(&relay.url).await, "desktop", 42, vec![api.clone()]).await;
+    let mut a =
+        Daemon::join_at(&endpoint(&relay.url), &invite(&relay.url).await, "laptop", 41, vec![web.clone()]).await;
+    let mut b =
+        Daemon::join_at(&endpoint(&relay.url), &invite(&relay.url).await, "desktop", 42, vec![api.clone()]).await;
     a.pump_until(WAIT, |d| d.directory.device_of(&api.id).is_some()).await;
 
     const MARKER: &str = "zebra-quartz-7f3a9c: the staging password is hunter2-plaintext";
@@ -193,7 +197,7 @@ async fn the_command_line_makes_invites_and_admin_tokens() {
         let url = url.clone();
         async move {
             agentfw_relay::client::http::request(
-                &url,
+                &endpoint(&url),
                 "GET",
                 "/admin/api/overview",
                 &[("authorization", &auth)],
@@ -211,8 +215,8 @@ async fn the_command_line_makes_invites_and_admin_tokens() {
     assert!(invite.starts_with("afwi_"), "{invite}");
     assert!(hint.contains("agentfw join"), "{hint}");
     let k = keys(77);
-    agentfw_relay::client::join(&url, &invite, &k, "laptop").await.unwrap();
-    let again = agentfw_relay::client::join(&url, &invite, &keys(78), "other").await.unwrap_err();
+    agentfw_relay::client::join(&endpoint(&url), &invite, &k, "laptop").await.unwrap();
+    let again = agentfw_relay::client::join(&endpoint(&url), &invite, &keys(78), "other").await.unwrap_err();
     assert_eq!(again.code(), Some("relay.bad_invite"));
 
     // A restart keeps the token and prints nothing new.
@@ -228,7 +232,7 @@ async fn the_command_line_makes_invites_and_admin_tokens() {
     };
     let up = || async {
         let deadline = clock::instant() + Duration::from_secs(20);
-        while agentfw_relay::client::http::request(&url, "GET", "/healthz", &[], Vec::new()).await.is_err() {
+        while agentfw_relay::client::http::request(&endpoint(&url), "GET", "/healthz", &[], Vec::new()).await.is_err() {
             assert!(clock::instant() < deadline, "the relay did not start");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

@@ -31,14 +31,16 @@ async fn a_thousand_connected_devices() {
     let mut all = Vec::new();
     for i in 0..DEVICES {
         let k = keys(10_000 + i as u64);
-        agentfw_relay::client::join(&relay.url, &invite(&relay.url).await, &k, &format!("device {i}")).await.unwrap();
+        agentfw_relay::client::join(&endpoint(&relay.url), &invite(&relay.url).await, &k, &format!("device {i}"))
+            .await
+            .unwrap();
         all.push(k);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before = rss_kib(pid);
     let mut clients = Vec::new();
     for k in &all {
-        let (client, incoming) = Client::connect(client_config(&relay.url), k.clone());
+        let (client, incoming) = Client::connect(client_config(&endpoint(&relay.url)), k.clone());
         clients.push((client, incoming));
     }
     for (client, incoming) in &mut clients {

@@ -50,7 +50,7 @@ async fn two_relay_instances_share_state_through_postgresql() {
 
     // An invite made on one instance enrolls a device through the other.
     let invite = one.invite("laptop").await.unwrap();
-    let mut a = Daemon::join_url(&two.url(), &invite, "laptop", 51, vec![web.clone(), worker.clone()]).await;
+    let mut a = Daemon::join_at(&endpoint(&two.url()), &invite, "laptop", 51, vec![web.clone(), worker.clone()]).await;
     // The laptop stays on instance two; the desktop is on instance one.
     let mut b = Daemon::join(&one, "desktop", 52, vec![api.clone()]).await;
     a.pump_until(WAIT, |d| d.directory.device_of(&api.id).is_some()).await;
@@ -115,7 +115,7 @@ async fn envelopes_stored_while_the_recipient_is_away_reach_it_through_another_i
         a.relay(m, keys.device()).await.unwrap();
     }
     // The desktop comes back through the other instance and gets everything.
-    let mut b = Daemon::connect(&two.url(), "desktop", 63, keys, vec![api.clone()]).await;
+    let mut b = Daemon::connect(&endpoint(&two.url()), "desktop", 63, keys, vec![api.clone()]).await;
     b.pump_until(WAIT, |d| sent.iter().all(|id| d.received.contains(id))).await;
     one.shutdown().await;
     two.shutdown().await;

@@ -96,7 +96,8 @@ impl World {
         agentfw_mcp::keystore::KeyStore::open(&home).unwrap().save(&keys).unwrap();
         let invite = runtime.block_on(relay.invite("bench")).unwrap();
         let url = relay.url();
-        runtime.block_on(agentfw_relay::client::join(&url, &invite, &keys, name)).unwrap();
+        let at = agentfw_relay::client::Endpoint::new(&url, None).unwrap();
+        runtime.block_on(agentfw_relay::client::join(&at, &invite, &keys, name)).unwrap();
         let mut config = std::fs::OpenOptions::new().append(true).open(self.dir.join("home/config.toml")).unwrap();
         writeln!(config, "[relay]\nurl = \"{url}\"\ndevice = \"{}\"\nname = \"{name}\"", keys.device()).unwrap();
     }

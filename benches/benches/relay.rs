@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use agentfw_core::message::{Agent, MessageId};
 use agentfw_core::seal::{self, DeviceKeys, Keyring, Limits, ReplayCache};
-use agentfw_relay::client::{Client, ClientConfig, Incoming};
+use agentfw_relay::client::{Client, ClientConfig, Endpoint, Incoming};
 use agentfw_relay::protocol::Routed;
 use agentfw_relay::{Config, Relay, clock};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -94,7 +94,7 @@ impl Fleet {
 }
 
 fn client_config(url: &str) -> ClientConfig {
-    let mut c = ClientConfig::new(url);
+    let mut c = ClientConfig::new(Endpoint::new(url, None).unwrap());
     c.backoff_min = Duration::from_millis(20);
     c
 }
@@ -117,7 +117,14 @@ async fn relay_all(fleet: &Fleet, database_url: &str) -> Duration {
     let relay = Relay::start(config(database_url)).await.unwrap();
     let url = relay.url();
     for k in fleet.senders.iter().chain(&fleet.receivers) {
-        agentfw_relay::client::join(&url, &relay.invite("bench").await.unwrap(), k, "bench").await.unwrap();
+        agentfw_relay::client::join(
+            &Endpoint::new(&url, None).unwrap(),
+            &relay.invite("bench").await.unwrap(),
+            k,
+            "bench",
+        )
+        .await
+        .unwrap();
     }
     let mut receivers = Vec::new();
     for k in &fleet.receivers {
@@ -255,7 +262,14 @@ fn latency(c: &mut Criterion) {
     let (relay, sender, mut incoming) = runtime.block_on(async {
         let relay = Relay::start(config(&db)).await.unwrap();
         for k in [&alice, &bob] {
-            agentfw_relay::client::join(&relay.url(), &relay.invite("bench").await.unwrap(), k, "bench").await.unwrap();
+            agentfw_relay::client::join(
+                &Endpoint::new(&relay.url(), None).unwrap(),
+                &relay.invite("bench").await.unwrap(),
+                k,
+                "bench",
+            )
+            .await
+            .unwrap();
         }
         let (sender, _) = Client::connect(client_config(&relay.url()), alice.clone());
         let (receiver, incoming) = Client::connect(client_config(&relay.url()), bob.clone());

@@ -20,6 +20,7 @@ use agentfw_core::message::MessageId;
 use agentfw_core::seal::{self, DeviceKeys, Draft, Keyring, Limits, PublicBundle, ReplayCache, Rotation};
 use agentfw_mcp::home::Home;
 use agentfw_mcp::keystore::{KeyStore, write_private};
+use agentfw_relay::client::Endpoint;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -115,7 +116,7 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
     let home = Home::resolve(args.home.as_deref()).map_err(|e| e.to_string())?;
     let store = KeyStore::open(&home)?;
     let old = store.load()?;
-    let relay = relay_url(&home)?;
+    let relay = relay_endpoint(&home)?;
     let pending = store.dir.join("device.key.next");
     if fs::symlink_metadata(&pending).is_ok() {
         return Err(format!(
@@ -145,11 +146,12 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
     }
     write_private(&backup, old.to_key_file().as_bytes())?;
     let old_device = old.device();
-    if let Some(url) = &relay {
+    if let Some(relay) = &relay {
+        let url = relay.url();
         // The new keys are on disk before the relay retires the old ones, so that a crash
         // or a full disk after that point cannot leave this device without working keys.
         write_private(&pending, next.to_key_file().as_bytes())?;
-        if let Err(e) = tell_relay(url, old, &rotation) {
+        if let Err(e) = tell_relay(relay, old, &rotation) {
             let _ = fs::remove_file(&pending);
             let _ = fs::remove_file(&backup);
             return Err(format!(
@@ -184,17 +186,21 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
 }
 
 /// The relay this home joined (`agentfw join`), if any.
-fn relay_url(home: &Home) -> Result<Option<String>, String> {
+fn relay_endpoint(home: &Home) -> Result<Option<Endpoint>, String> {
     #[allow(clippy::disallowed_methods)] // the adapter reads its environment
     let user_home = std::env::var("HOME").ok();
     let config =
         agentfw_mcp::config::DaemonConfig::load(&home.config(), user_home.as_deref()).map_err(|e| e.to_string())?;
-    Ok(Some(config.relay.url.trim().to_owned()).filter(|u| !u.is_empty()))
+    let url = config.relay.url.trim();
+    if url.is_empty() {
+        return Ok(None);
+    }
+    Endpoint::new(url, config.relay.ca_file(&home.dir).as_deref()).map(Some).map_err(|e| e.to_string())
 }
 
 /// Sends the signed rotation notice to the relay over a connection logged in with the old
 /// keys, and waits until the relay has retired them (it then ends the connection).
-fn tell_relay(url: &str, old: DeviceKeys, rotation: &Rotation) -> Result<(), String> {
+fn tell_relay(relay: &Endpoint, old: DeviceKeys, rotation: &Rotation) -> Result<(), String> {
     use agentfw_relay::client::{Client, ClientConfig, Incoming};
     const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -202,7 +208,7 @@ fn tell_relay(url: &str, old: DeviceKeys, rotation: &Rotation) -> Result<(), Str
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async {
-        let (client, mut incoming) = Client::connect(ClientConfig::new(url), std::sync::Arc::new(old));
+        let (client, mut incoming) = Client::connect(ClientConfig::new(relay.clone()), std::sync::Arc::new(old));
         let deadline = tokio::time::Instant::now() + WAIT;
         let mut sent = false;
         let mut last_problem = None;

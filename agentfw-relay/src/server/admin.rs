@@ -158,7 +158,7 @@ async fn login(State(shared): State<Arc<Shared>>, b: Body<Login>) -> Response {
     if let Err(e) = shared.store.create_session(blake3::hash(session.as_bytes()).as_bytes(), now(), now() + ttl).await {
         return unavailable(e);
     }
-    let secure = if shared.config.secure_cookie { "; Secure" } else { "" };
+    let secure = if shared.config.secure_cookie || shared.config.tls.is_some() { "; Secure" } else { "" };
     let cookie =
         format!("{COOKIE_NAME}={session}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}", ttl.as_secs());
     let mut response = (StatusCode::OK, Json(json!({"ok": true}))).into_response();

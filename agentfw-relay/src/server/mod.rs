@@ -26,6 +26,7 @@ pub mod admin;
 mod device;
 mod enroll;
 pub mod hub;
+pub mod tls;
 
 use hub::Hub;
 
@@ -71,8 +72,12 @@ pub struct Config {
     pub retention: Duration,
     pub invite_ttl: Duration,
     pub session_ttl: Duration,
-    /// Set `Secure` on the admin cookie (when served over HTTPS).
+    /// Set `Secure` on the admin cookie (when served over HTTPS by a proxy in front; with
+    /// `tls` it is set anyway).
     pub secure_cookie: bool,
+    /// Serve TLS with these settings ([`tls::load`]); `None`: plain HTTP (on loopback, or
+    /// behind a proxy that terminates TLS).
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for Config {
@@ -100,6 +105,7 @@ impl Default for Config {
             invite_ttl: Duration::from_secs(7 * 86_400),
             session_ttl: Duration::from_secs(12 * 3600),
             secure_cookie: false,
+            tls: None,
         }
     }
 }
@@ -115,6 +121,8 @@ pub enum RelayError {
     Random(getrandom::Error),
     #[error("{0}")]
     Invalid(String),
+    #[error("{0}")]
+    Tls(String),
 }
 
 /// About how many bytes of directory one frame carries.
@@ -251,9 +259,10 @@ impl Relay {
         self.addr
     }
 
-    /// `http://ADDR`, what devices and admins are given.
+    /// `http://ADDR` (`https://` with TLS), what devices and admins are given.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.shared.config.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}", self.addr)
     }
 
     /// The admin token this start made, if it had to make one (shown once).
@@ -326,14 +335,12 @@ fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// Accepts connections until shutdown: at most `max_connections` at once, each with a
-/// deadline for its request headers (slow-header clients are dropped), HTTP/1.1 with
-/// upgrades for the device WebSockets. On shutdown, open requests finish.
+/// deadline for its TLS handshake and its request headers (slow clients are dropped),
+/// HTTP/1.1 with upgrades for the device WebSockets. On shutdown, open requests finish.
 async fn accept(listener: TcpListener, app: Router, shared: Arc<Shared>) {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use tower::ServiceExt as _;
-
     let limit = Arc::new(tokio::sync::Semaphore::new(shared.config.max_connections));
     let header_timeout = shared.config.header_timeout;
+    let tls = shared.config.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     let mut shutdown = shared.shutdown.clone();
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -357,29 +364,48 @@ async fn accept(listener: TcpListener, app: Router, shared: Arc<Shared>) {
         };
         let _ = stream.set_nodelay(true);
         let app = app.clone();
-        let mut stop = shutdown.clone();
+        let stop = shutdown.clone();
+        let tls = tls.clone();
         connections.spawn(async move {
             let _permit = permit;
-            let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
-                request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
-                app.clone().oneshot(request)
-            });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(header_timeout)
-                .serve_connection(TokioIo::new(stream), service)
-                .with_upgrades();
-            tokio::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                () = stopped(&mut stop) => {
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+            match tls {
+                None => serve(stream, peer, app, header_timeout, stop).await,
+                Some(acceptor) => {
+                    if let Some(stream) = tls::accept(&acceptor, stream, header_timeout).await {
+                        serve(stream, peer, app, header_timeout, stop).await;
+                    }
                 }
             }
         });
     }
     while connections.join_next().await.is_some() {}
+}
+
+/// Serves one connection, plain or TLS, until it closes or the relay stops.
+async fn serve<S>(stream: S, peer: SocketAddr, app: Router, header_timeout: Duration, mut stop: watch::Receiver<bool>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use tower::ServiceExt as _;
+
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+        request.extensions_mut().insert(axum::extract::ConnectInfo(peer));
+        app.clone().oneshot(request)
+    });
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout)
+        .serve_connection(TokioIo::new(stream), service)
+        .with_upgrades();
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = stopped(&mut stop) => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
 }
 
 /// Resolves once the relay is shutting down.

@@ -16,7 +16,7 @@ use agentfw_core::message::{Agent, MessageId};
 use agentfw_core::policy::{MessageView, RuleVerdict, Rules, Stage};
 use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, OpenError, ReplayCache, Rotation};
 use agentfw_core::time::Timestamp;
-use agentfw_relay::client::{Client, ClientConfig, Directory, Incoming, PolicyMirror, http};
+use agentfw_relay::client::{Client, ClientConfig, Directory, Endpoint, Incoming, PolicyMirror, http};
 use agentfw_relay::protocol::Routed;
 use agentfw_relay::{Config, Relay, clock};
 use rand_chacha::ChaCha20Rng;
@@ -75,8 +75,13 @@ pub fn keys(seed: u64) -> Arc<DeviceKeys> {
     Arc::new(DeviceKeys::generate(clock::now(), &mut rng))
 }
 
-pub fn client_config(url: &str) -> ClientConfig {
-    let mut c = ClientConfig::new(url);
+/// The relay at `url`, plain HTTP or TLS with the system's roots.
+pub fn endpoint(url: &str) -> Endpoint {
+    Endpoint::new(url, None).unwrap()
+}
+
+pub fn client_config(relay: &Endpoint) -> ClientConfig {
+    let mut c = ClientConfig::new(relay.clone());
     c.backoff_min = Duration::from_millis(50);
     c.backoff_max = Duration::from_millis(500);
     c
@@ -86,9 +91,15 @@ pub fn client_config(url: &str) -> ClientConfig {
 pub async fn admin(url: &str, method: &str, path: &str, body: serde_json::Value) -> (u16, serde_json::Value) {
     let auth = format!("Bearer {ADMIN_TOKEN}");
     let bytes = if body.is_null() { Vec::new() } else { serde_json::to_vec(&body).unwrap() };
-    let r = http::request(url, method, path, &[("authorization", &auth), ("content-type", "application/json")], bytes)
-        .await
-        .unwrap();
+    let r = http::request(
+        &endpoint(url),
+        method,
+        path,
+        &[("authorization", &auth), ("content-type", "application/json")],
+        bytes,
+    )
+    .await
+    .unwrap();
     (r.status, serde_json::from_slice(&r.body).unwrap_or(serde_json::Value::Null))
 }
 
@@ -122,18 +133,18 @@ impl Daemon {
     /// relay's policy and directory.
     pub async fn join(relay: &Relay, name: &str, seed: u64, agents: Vec<Agent>) -> Self {
         let invite = relay.invite(name).await.unwrap();
-        Self::join_url(&relay.url(), &invite, name, seed, agents).await
+        Self::join_at(&endpoint(&relay.url()), &invite, name, seed, agents).await
     }
 
-    pub async fn join_url(url: &str, invite: &str, name: &str, seed: u64, agents: Vec<Agent>) -> Self {
+    pub async fn join_at(relay: &Endpoint, invite: &str, name: &str, seed: u64, agents: Vec<Agent>) -> Self {
         let keys = keys(seed);
-        agentfw_relay::client::join(url, invite, &keys, name).await.expect("the device joins");
-        Self::connect(url, name, seed, keys, agents).await
+        agentfw_relay::client::join(relay, invite, &keys, name).await.expect("the device joins");
+        Self::connect(relay, name, seed, keys, agents).await
     }
 
     /// Connects an enrolled device.
-    pub async fn connect(url: &str, name: &str, seed: u64, keys: Arc<DeviceKeys>, agents: Vec<Agent>) -> Self {
-        let (client, incoming) = Client::connect(client_config(url), keys.clone());
+    pub async fn connect(relay: &Endpoint, name: &str, seed: u64, keys: Arc<DeviceKeys>, agents: Vec<Agent>) -> Self {
+        let (client, incoming) = Client::connect(client_config(relay), keys.clone());
         let mut firewall = Firewall::new(FirewallConfig::default());
         firewall.set_rules(Arc::new(ForwardedCommands));
         let mut d = Self {
@@ -372,7 +383,7 @@ impl RelayProcess {
         let url = format!("http://127.0.0.1:{port}");
         let deadline = clock::instant() + Duration::from_secs(20);
         loop {
-            if let Ok(r) = http::request(&url, "GET", "/healthz", &[], Vec::new()).await
+            if let Ok(r) = http::request(&endpoint(&url), "GET", "/healthz", &[], Vec::new()).await
                 && r.status == 200
             {
                 break;

@@ -1,24 +1,12 @@
-//! The device side of the protocol, for the daemon: [`join`] a relay with an invite, then
-//! [`Client::connect`] and keep a connection with backoff, [`Client::submit`] envelopes,
-//! take [`Incoming`] deliveries and policy, and [`Client::ack`] what is stored.
-//!
-//! Delivery guarantees:
-//! - A submitted envelope is kept until the relay says it is stored (after its commit) or
-//!   refused for good; across reconnects it is sent again, and the relay recognises the
-//!   resend, so nothing acknowledged is stored twice.
-//! - A delivery may arrive more than once (after a reconnect, or from two relay
-//!   instances). Store it, then [`Client::ack`] it; drop repeats by message id (the core's
-//!   `ReplayCache` refuses them as `open.replayed`: acknowledge those too).
-//!
-//! [`PolicyMirror`] turns policy frames into the admin actions for the local firewall.
+//! The connection task behind a [`Client`]: log in, keep the WebSocket with backoff,
+//! resend what is unanswered, and turn the relay's frames into [`Incoming`] news.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
 use agentfw_core::admission::ComponentId;
-use agentfw_core::containment::TextId;
-use agentfw_core::firewall::{AdminAction, Event};
+use agentfw_core::firewall::Event;
 use agentfw_core::message::{Agent, AgentId, MessageId};
 use agentfw_core::seal::{DeviceId, DeviceKeys, Envelope, Limits, PublicBundle, Rotation};
 use futures_util::{SinkExt, StreamExt};
@@ -26,67 +14,18 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
+use super::{ClientError, Endpoint, refusal};
 use crate::clock;
 use crate::protocol::{
-    self, AUTH_CONTEXT, AgentEntry, BundleEntry, CONNECT_PATH, DeliverFrame, DeviceEntry, DirectoryFrame,
-    ENROLL_CONTEXT, ENROLL_PATH, EnrollRequest, EnrollResponse, FrameError, PolicyFrame, Routed, Routing, ToDevice,
-    ToRelay, VERSION, WireLimits, codes,
+    self, AUTH_CONTEXT, BundleEntry, CONNECT_PATH, DeliverFrame, DirectoryFrame, FrameError, PolicyFrame, Routed,
+    Routing, ToDevice, ToRelay, VERSION, WireLimits, codes,
 };
-
-/// Why a client call failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ClientError {
-    #[error("relay URL `{0}` is not valid: use http://HOST:PORT")]
-    Url(String),
-    #[error("cannot reach the relay: {0}")]
-    Unreachable(String),
-    #[error("the relay refused ({code}): {reason}")]
-    Refused { code: String, reason: String },
-    #[error("the relay answered something unexpected: {0}")]
-    Protocol(String),
-    #[error("not connected to the relay")]
-    NotConnected,
-    #[error("the client was stopped")]
-    Stopped,
-}
-
-impl ClientError {
-    /// The relay's code, for a refusal.
-    pub fn code(&self) -> Option<&str> {
-        match self {
-            ClientError::Refused { code, .. } => Some(code),
-            _ => None,
-        }
-    }
-}
-
-/// Enrolls this device with the relay at `relay` (`http://HOST:PORT`) using an invite:
-/// sends the public bundle, signed with the device's key.
-pub async fn join(relay: &str, invite: &str, keys: &DeviceKeys, name: &str) -> Result<EnrollResponse, ClientError> {
-    let bundle = keys.public().to_line();
-    let invite = invite.trim();
-    let signature = keys.sign_statement(ENROLL_CONTEXT, &protocol::enroll_message(invite, &bundle)).to_vec();
-    let request = EnrollRequest { invite: invite.to_owned(), bundle, name: name.to_owned(), signature };
-    let body = serde_json::to_vec(&request).map_err(|e| ClientError::Protocol(e.to_string()))?;
-    let response = http::request(relay, "POST", ENROLL_PATH, &[("content-type", "application/json")], body).await?;
-    if response.status == 201 {
-        return serde_json::from_slice(&response.body).map_err(|e| ClientError::Protocol(e.to_string()));
-    }
-    Err(refusal_from(&response))
-}
-
-fn refusal_from(response: &http::Response) -> ClientError {
-    match serde_json::from_slice::<protocol::ApiError>(&response.body) {
-        Ok(e) => ClientError::Refused { code: e.code, reason: e.error },
-        Err(_) => ClientError::Protocol(format!("HTTP {}", response.status)),
-    }
-}
 
 /// How the client connects.
 #[derive(Clone, Debug)]
 pub struct ClientConfig {
-    /// The relay, `http://HOST:PORT`.
-    pub url: String,
+    /// The relay.
+    pub relay: Endpoint,
     pub backoff_min: Duration,
     pub backoff_max: Duration,
     /// TCP connect, upgrade and login.
@@ -100,9 +39,9 @@ pub struct ClientConfig {
 }
 
 impl ClientConfig {
-    pub fn new(url: impl Into<String>) -> Self {
+    pub fn new(relay: Endpoint) -> Self {
         Self {
-            url: url.into(),
+            relay,
             backoff_min: Duration::from_millis(100),
             backoff_max: Duration::from_secs(10),
             handshake_timeout: Duration::from_secs(10),
@@ -438,34 +377,8 @@ impl Task {
         }
     }
 
-    fn connect_url(&self) -> Result<String, End> {
-        let base = self.config.url.trim_end_matches('/');
-        let ws = if let Some(rest) = base.strip_prefix("http://") {
-            format!("ws://{rest}")
-        } else if let Some(rest) = base.strip_prefix("https://") {
-            format!("wss://{rest}")
-        } else if base.starts_with("ws://") || base.starts_with("wss://") {
-            base.to_owned()
-        } else {
-            return Err(End::Stop);
-        };
-        Ok(format!("{ws}{CONNECT_PATH}"))
-    }
-
     async fn login(&mut self) -> Result<(Socket, DeviceId, WireLimits), End> {
-        let url = match self.connect_url() {
-            Ok(u) => u,
-            Err(end) => {
-                let _ = self
-                    .incoming
-                    .send(Incoming::Stopped {
-                        code: "client.url".into(),
-                        reason: ClientError::Url(self.config.url.clone()).to_string(),
-                    })
-                    .await;
-                return Err(end);
-            }
-        };
+        let url = self.config.relay.ws_url(CONNECT_PATH);
         let mut ws_config = WebSocketConfig::default();
         ws_config.max_message_size = Some(self.config.max_frame);
         ws_config.max_frame_size = Some(self.config.max_frame);
@@ -473,9 +386,10 @@ impl Task {
         ws_config.write_buffer_size = 16 * 1024;
         let timeout = self.config.handshake_timeout;
         let attempt = async {
-            let (mut socket, _) = tokio_tungstenite::connect_async_with_config(url.as_str(), Some(ws_config), true)
+            let stream = self.config.relay.connect().await.map_err(|e| End::Retry(e.to_string()))?;
+            let (mut socket, _) = tokio_tungstenite::client_async_with_config(url.as_str(), stream, Some(ws_config))
                 .await
-                .map_err(|e| End::Retry(format!("cannot connect: {e}")))?;
+                .map_err(|e| End::Retry(upgrade_failed(e)))?;
             let nonce = match next_text(&mut socket).await? {
                 ToDevice::Challenge { version, nonce } if version == VERSION => nonce,
                 ToDevice::Challenge { version, .. } => {
@@ -721,6 +635,16 @@ impl Task {
     }
 }
 
+/// Why the WebSocket upgrade failed: the relay's refusal when it answered with one.
+fn upgrade_failed(error: tokio_tungstenite::tungstenite::Error) -> String {
+    match error {
+        tokio_tungstenite::tungstenite::Error::Http(response) => {
+            refusal(response.status().as_u16(), response.body().as_deref().unwrap_or_default()).to_string()
+        }
+        other => format!("the WebSocket upgrade failed: {other}"),
+    }
+}
+
 async fn next_text(socket: &mut Socket) -> Result<ToDevice, End> {
     loop {
         match socket.next().await {
@@ -740,241 +664,4 @@ async fn next_text(socket: &mut Socket) -> Result<ToDevice, End> {
 async fn send_json(socket: &mut Socket, frame: &ToRelay) -> Result<(), End> {
     let text = serde_json::to_string(frame).map_err(|e| End::Retry(e.to_string()))?;
     socket.send(Message::Text(text.into())).await.map_err(|e| End::Retry(format!("send failed: {e}")))
-}
-
-/// What the relay's policy frames mean for the local firewall (AD8, AM2, CT2).
-///
-/// Feed every [`Incoming::Policy`] to [`PolicyMirror::apply`] and hand the actions it
-/// returns to the firewall in order (`Input::Admin`). A reset frame replaces what earlier
-/// frames said: the mirror remembers what the relay had set (blocks, quarantines,
-/// exceptions, remembered texts) and undoes what the reset no longer has, without touching
-/// what the local admin did. Keep the mirror with the firewall's snapshot.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PolicyMirror {
-    pub seq: u64,
-    disconnected: BTreeSet<(AgentId, AgentId)>,
-    quarantined: BTreeSet<AgentId>,
-    exceptions: BTreeSet<ComponentId>,
-    remembered: BTreeSet<TextId>,
-}
-
-impl PolicyMirror {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// The actions to apply for one policy frame. Stale frames (an entry at or below the
-    /// last one applied) give none.
-    pub fn apply(&mut self, frame: &PolicyFrame) -> Vec<AdminAction> {
-        let PolicyFrame { seq, reset, ref actions } = *frame;
-        if !reset && seq <= self.seq {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        if reset {
-            let mut next = PolicyMirror { seq, ..PolicyMirror::default() };
-            for a in actions {
-                next.track(a);
-            }
-            out.extend(
-                self.disconnected
-                    .difference(&next.disconnected)
-                    .map(|(a, b)| AdminAction::Reconnect { a: a.clone(), b: b.clone() }),
-            );
-            out.extend(
-                self.quarantined
-                    .difference(&next.quarantined)
-                    .map(|a| AdminAction::LiftQuarantine { agent: a.clone() }),
-            );
-            out.extend(
-                self.exceptions.difference(&next.exceptions).map(|c| AdminAction::Unexcept { component: c.clone() }),
-            );
-            out.extend(self.remembered.difference(&next.remembered).map(|t| AdminAction::Forget { text: *t }));
-            *self = next;
-        } else {
-            for a in actions {
-                self.track(a);
-            }
-            self.seq = seq;
-        }
-        out.extend(actions.iter().cloned());
-        out
-    }
-
-    fn track(&mut self, action: &AdminAction) {
-        let pair = |a: &AgentId, b: &AgentId| if a <= b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) };
-        match action {
-            AdminAction::Disconnect { a, b, .. } => {
-                self.disconnected.insert(pair(a, b));
-            }
-            AdminAction::Reconnect { a, b } => {
-                self.disconnected.remove(&pair(a, b));
-            }
-            AdminAction::Quarantine { agent, .. } => {
-                self.quarantined.insert(agent.clone());
-            }
-            AdminAction::LiftQuarantine { agent } => {
-                self.quarantined.remove(agent);
-            }
-            AdminAction::Except { component } => {
-                self.exceptions.insert(component.clone());
-            }
-            AdminAction::Unexcept { component } => {
-                self.exceptions.remove(component);
-            }
-            AdminAction::Remember { remembered, .. } => {
-                self.remembered.insert(remembered.text);
-            }
-            AdminAction::Forget { text } => {
-                self.remembered.remove(text);
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Who is where, kept from [`Incoming::Directory`] frames.
-#[derive(Clone, Debug, Default)]
-pub struct Directory {
-    pub devices: HashMap<DeviceId, DeviceEntry>,
-    pub agents: HashMap<AgentId, AgentEntry>,
-}
-
-impl Directory {
-    pub fn apply(&mut self, frame: DirectoryFrame) {
-        let DirectoryFrame { full, devices, agents } = frame;
-        if full {
-            self.devices.clear();
-            self.agents.clear();
-        }
-        let changed: BTreeSet<DeviceId> =
-            devices.iter().map(|d| d.device).chain(agents.iter().map(|a| a.device)).collect();
-        for d in devices {
-            self.devices.insert(d.device, d);
-        }
-        if !full {
-            // A change lists all of a device's agents: those it no longer lists are gone.
-            self.agents.retain(|_, a| !changed.contains(&a.device));
-        }
-        for a in agents {
-            self.agents.insert(a.agent.id.clone(), a);
-        }
-    }
-
-    /// The device an agent runs on, if it is live.
-    pub fn device_of(&self, agent: &AgentId) -> Option<DeviceId> {
-        self.agents.get(agent).filter(|a| a.live).map(|a| a.device)
-    }
-}
-
-/// A minimal HTTP/1.1 client for the relay's JSON endpoints (enrollment, admin API).
-pub mod http {
-    use http_body_util::{BodyExt, Full};
-    use hyper::body::Bytes;
-    use hyper_util::rt::TokioIo;
-
-    use super::ClientError;
-
-    /// A response: status, headers (lower-case names) and body.
-    #[derive(Clone, Debug)]
-    pub struct Response {
-        pub status: u16,
-        pub headers: Vec<(String, String)>,
-        pub body: Vec<u8>,
-    }
-
-    impl Response {
-        pub fn header(&self, name: &str) -> Option<&str> {
-            self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
-        }
-
-        pub fn text(&self) -> String {
-            String::from_utf8_lossy(&self.body).into_owned()
-        }
-    }
-
-    /// `METHOD base+path` with these headers and body.
-    pub async fn request(
-        base: &str,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Vec<u8>,
-    ) -> Result<Response, ClientError> {
-        let rest =
-            base.trim_end_matches('/').strip_prefix("http://").ok_or_else(|| ClientError::Url(base.to_owned()))?;
-        let (authority, prefix) = rest.split_once('/').map_or((rest, ""), |(a, p)| (a, p));
-        if authority.is_empty() {
-            return Err(ClientError::Url(base.to_owned()));
-        }
-        let stream =
-            tokio::net::TcpStream::connect(authority).await.map_err(|e| ClientError::Unreachable(e.to_string()))?;
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ClientError::Unreachable(e.to_string()))?;
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
-        let uri = if prefix.is_empty() { path.to_owned() } else { format!("/{prefix}{path}") };
-        let mut builder = hyper::Request::builder().method(method).uri(uri).header("host", authority);
-        for (k, v) in headers {
-            builder = builder.header(*k, *v);
-        }
-        let request = builder.body(Full::new(Bytes::from(body))).map_err(|e| ClientError::Protocol(e.to_string()))?;
-        let response = sender.send_request(request).await.map_err(|e| ClientError::Unreachable(e.to_string()))?;
-        let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), v.to_str().unwrap_or_default().to_owned()))
-            .collect();
-        let body =
-            response.into_body().collect().await.map_err(|e| ClientError::Unreachable(e.to_string()))?.to_bytes();
-        Ok(Response { status, headers, body: body.to_vec() })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    fn agent(n: &str) -> AgentId {
-        AgentId::new(n)
-    }
-
-    fn frame(seq: u64, reset: bool, actions: &[AdminAction]) -> PolicyFrame {
-        PolicyFrame { seq, reset, actions: actions.to_vec() }
-    }
-
-    #[test]
-    fn a_reset_undoes_what_the_relay_no_longer_says_and_keeps_the_rest() {
-        let mut mirror = PolicyMirror::new();
-        let block = AdminAction::Disconnect { a: agent("b"), b: agent("a"), reason: "r".into() };
-        let q = AdminAction::Quarantine { agent: agent("x"), seconds: 60, reason: "r".into() };
-        assert_eq!(mirror.apply(&frame(1, true, &[block.clone(), q.clone()])), vec![block.clone(), q.clone()]);
-        // Stale increments are ignored; new ones pass through.
-        assert!(mirror.apply(&frame(1, false, &[AdminAction::LiftQuarantine { agent: agent("x") }])).is_empty());
-        let lift = AdminAction::LiftQuarantine { agent: agent("x") };
-        assert_eq!(mirror.apply(&frame(2, false, std::slice::from_ref(&lift))), vec![lift]);
-        // Missed while offline: the block was lifted, a quarantine added.
-        let q2 = AdminAction::Quarantine { agent: agent("y"), seconds: 60, reason: "r".into() };
-        let out = mirror.apply(&frame(5, true, std::slice::from_ref(&q2)));
-        assert_eq!(out, vec![AdminAction::Reconnect { a: agent("a"), b: agent("b") }, q2]);
-        assert_eq!(mirror.seq, 5);
-    }
-
-    #[test]
-    fn the_directory_replaces_a_devices_agents_on_change() {
-        let d1: DeviceId = "00000000000000000000000000000001".parse().unwrap();
-        let entry = |id: &str, live| AgentEntry { agent: Agent::new(id, "claude", id), device: d1, live };
-        let mut dir = Directory::default();
-        dir.apply(DirectoryFrame { full: true, devices: vec![], agents: vec![entry("a", true), entry("b", true)] });
-        assert_eq!(dir.device_of(&agent("a")), Some(d1));
-        dir.apply(DirectoryFrame { full: false, devices: vec![], agents: vec![entry("b", true)] });
-        assert_eq!(dir.device_of(&agent("a")), None);
-        dir.apply(DirectoryFrame { full: false, devices: vec![], agents: vec![entry("b", false)] });
-        assert_eq!(dir.device_of(&agent("b")), None);
-    }
 }
