@@ -90,9 +90,9 @@ pub enum Incoming {
         reason: String,
     },
     Delivery(Box<Delivery>),
-    /// Apply with a [`PolicyMirror`].
+    /// Apply with a [`PolicyMirror`](super::PolicyMirror).
     Policy(PolicyFrame),
-    /// Apply to a [`Directory`].
+    /// Apply to a [`Directory`](super::Directory).
     Directory(DirectoryFrame),
     /// A refusal not tied to a submission (an agent that is another device's, a bad
     /// report).
