@@ -1,7 +1,8 @@
 //! A relay behind TLS (`serve --tls-cert/--tls-key`), with a throwaway CA made here: devices
 //! trusting that CA join, connect and exchange a message; an untrusted, expired or
-//! wrong-name certificate, plain HTTP to the TLS relay and TLS to a plain relay each end
-//! with an error that says what is wrong.
+//! wrong-name certificate, a self-signed one not given as the CA file (or an impostor's in
+//! its place), plain HTTP to the TLS relay and TLS to a plain relay each end with an error
+//! that says what is wrong.
 
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -38,23 +39,56 @@ impl Ca {
     /// A server certificate for `names` (host names or IP addresses) and its key, as PEM
     /// files in `dir`; `expired` makes one whose validity ended in 2020.
     fn issue(&self, dir: &Path, names: &[&str], expired: bool) -> (PathBuf, PathBuf) {
-        let mut params = CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()).unwrap();
-        if expired {
-            params.not_before = rcgen::date_time_ymd(2019, 1, 1);
-            params.not_after = rcgen::date_time_ymd(2020, 1, 1);
-        }
         let key = KeyPair::generate().unwrap();
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        let (cert_file, key_file) = (dir.join("relay.crt"), dir.join("relay.key"));
-        std::fs::write(&cert_file, cert.pem()).unwrap();
-        std::fs::write(&key_file, key.serialize_pem()).unwrap();
-        (cert_file, key_file)
+        let cert = server_params(names, expired).signed_by(&key, &self.issuer).unwrap();
+        write_pair(dir, &cert, &key)
     }
 
     fn write(&self, dir: &Path, name: &str) -> PathBuf {
         let path = dir.join(name);
         std::fs::write(&path, &self.pem).unwrap();
         path
+    }
+}
+
+/// A self-signed server certificate for `names` (no authority behind it) and its key, as
+/// PEM files in `dir`, its subject the same every time; `expired` as for [`Ca::issue`].
+fn self_signed(dir: &Path, names: &[&str], expired: bool) -> (PathBuf, PathBuf) {
+    let mut params = server_params(names, expired);
+    params.distinguished_name.push(rcgen::DnType::CommonName, "agentfw relay");
+    let key = KeyPair::generate().unwrap();
+    write_pair(dir, &params.self_signed(&key).unwrap(), &key)
+}
+
+fn server_params(names: &[&str], expired: bool) -> CertificateParams {
+    let mut params = CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>()).unwrap();
+    if expired {
+        params.not_before = rcgen::date_time_ymd(2019, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2020, 1, 1);
+    }
+    params
+}
+
+/// `relay.crt` and `relay.key` in `dir`.
+fn write_pair(dir: &Path, cert: &rcgen::Certificate, key: &KeyPair) -> (PathBuf, PathBuf) {
+    let (cert_file, key_file) = (dir.join("relay.crt"), dir.join("relay.key"));
+    std::fs::write(&cert_file, cert.pem()).unwrap();
+    std::fs::write(&key_file, key.serialize_pem()).unwrap();
+    (cert_file, key_file)
+}
+
+/// Joining with the system's roots (the default) fails as for an untrusted authority: a
+/// throwaway CA or a self-signed certificate is not among them (or the machine has none).
+async fn refused_by_the_system_roots(relay: &Relay, invite: &str) {
+    match Endpoint::new(&relay.url(), None) {
+        Ok(system) => {
+            let e = join(&system, invite, &keys(1), "laptop").await.unwrap_err();
+            let message = tls_message(&e);
+            assert!(message.contains("is not signed by an authority this device trusts"), "{message}");
+            assert!(message.contains("--ca FILE"), "{message}");
+        }
+        Err(ClientError::Trust(m)) => assert!(m.contains("no trusted root certificates"), "{m}"),
+        Err(other) => panic!("{other:?}"),
     }
 }
 
@@ -135,14 +169,7 @@ async fn a_certificate_from_another_authority_is_refused_and_says_to_give_the_ca
     assert!(reason.contains("is not signed by an authority this device trusts"), "{reason}");
 
     // The system's roots (the default) do not know a throwaway CA either.
-    match Endpoint::new(&relay.url(), None) {
-        Ok(system) => {
-            let e = join(&system, &invite, &keys(1), "laptop").await.unwrap_err();
-            assert!(tls_message(&e).contains("is not signed by an authority this device trusts"), "{e}");
-        }
-        Err(ClientError::Trust(m)) => assert!(m.contains("no trusted root certificates"), "{m}"),
-        Err(other) => panic!("{other:?}"),
-    }
+    refused_by_the_system_roots(&relay, &invite).await;
 
     // The invite was not spent: with the right CA it enrolls.
     join(&trusting(&relay, &ca.write(dir.path(), "ca.pem")), &invite, &keys(1), "laptop").await.unwrap();
@@ -201,6 +228,48 @@ async fn plain_http_to_a_tls_relay_and_tls_to_a_plain_relay_say_which_to_use() {
     assert!(tls_message(&e).contains("did not answer in TLS: if the relay serves plain HTTP, use an http:// URL"));
     let reason = first_disconnect(&at).await;
     assert!(reason.contains("did not answer in TLS"), "{reason}");
+    relay.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_certificate_is_trusted_only_when_given_as_the_ca_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(dir.path(), &["127.0.0.1"], false);
+    let relay = tls_relay(dir.path(), &cert, &key).await;
+    let invite = relay.invite("laptop").await.unwrap();
+
+    // Neither the system's roots nor an unrelated CA vouch for it: refused with the hint.
+    refused_by_the_system_roots(&relay, &invite).await;
+    let other = Ca::new("another CA").write(dir.path(), "other.pem");
+    let e = join(&trusting(&relay, &other), &invite, &keys(1), "laptop").await.unwrap_err();
+    assert!(tls_message(&e).contains("is not signed by an authority this device trusts"), "{e}");
+
+    // An impostor's self-signed certificate with the same names and subject, checked
+    // against the genuine one: refused, and said to be a possible impersonation.
+    let impostor_dir = tempfile::tempdir().unwrap();
+    let (fake_cert, fake_key) = self_signed(impostor_dir.path(), &["127.0.0.1"], false);
+    let impostor = tls_relay(impostor_dir.path(), &fake_cert, &fake_key).await;
+    let at_impostor = trusting(&impostor, &cert);
+    let e = join(&at_impostor, &impostor.invite("laptop").await.unwrap(), &keys(1), "laptop").await.unwrap_err();
+    let message = tls_message(&e);
+    assert!(message.contains("is not signed by its key: something may be impersonating the relay"), "{message}");
+    assert!(message.contains("--ca FILE"), "{message}");
+    let reason = first_disconnect(&at_impostor).await;
+    assert!(reason.contains("something may be impersonating the relay"), "{reason}");
+    impostor.shutdown().await;
+
+    // The certificate itself as the CA file: trusted, and the invite (unspent) enrolls.
+    join(&trusting(&relay, &cert), &invite, &keys(1), "laptop").await.unwrap();
+    relay.shutdown().await;
+
+    // Expired, even when given as the CA file: refused as expired.
+    let expired_dir = tempfile::tempdir().unwrap();
+    let (cert, key) = self_signed(expired_dir.path(), &["127.0.0.1"], true);
+    let relay = tls_relay(expired_dir.path(), &cert, &key).await;
+    let e = join(&trusting(&relay, &cert), &relay.invite("x").await.unwrap(), &keys(1), "x").await.unwrap_err();
+    let message = tls_message(&e);
+    assert!(message.contains("the certificate of `127.0.0.1` has expired"), "{message}");
+    assert!(message.contains("needs a renewed certificate"), "{message}");
     relay.shutdown().await;
 }
 

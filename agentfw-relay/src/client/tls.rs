@@ -89,6 +89,11 @@ fn certificate(error: &CertificateError, host: &str) -> String {
             "the certificate of `{host}` is not signed by an authority this device trusts: for a relay with its \
              own CA, give that CA's certificate file (`agentfw join --ca FILE`, or `ca` in `[relay]`)"
         ),
+        CertificateError::BadSignature => format!(
+            "the certificate of `{host}` names an authority this device trusts but is not signed by its key: \
+             something may be impersonating the relay, or the relay's CA was replaced (then give the new CA's \
+             certificate file: `agentfw join --ca FILE`, or `ca` in `[relay]`)"
+        ),
         CertificateError::Expired | CertificateError::ExpiredContext { .. } => format!(
             "the certificate of `{host}` has expired (or this machine's clock is wrong): the relay needs a renewed \
              certificate"
