@@ -46,32 +46,42 @@ impl<'a> From<&'a RuleVerdict> for Verdict<'a> {
 }
 
 /// Judges every line of `input` as text sent (or delivered) at `hops`, writing one verdict
-/// per line to `output`. Blank lines are skipped. Returns whether any line was denied.
+/// per line to `output`, on every core. Blank lines are skipped. Returns whether any line
+/// was denied.
 pub fn jsonl(
     scanner: &Scanner,
     stage: Stage,
     hops: u32,
     now: Timestamp,
     input: impl BufRead,
+    output: impl Write,
+) -> Result<bool, JsonlError> {
+    let workers = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
+    lines(&|text: &str| scanner.judge(text, stage, hops, now), workers, input, output)
+}
+
+/// The loop of [`jsonl`] with any judge and number of threads: how the benchmarks run a
+/// floor program through exactly the same reading, batching and writing.
+pub fn lines(
+    judge: &(impl Fn(&str) -> RuleVerdict + Sync),
+    workers: usize,
+    input: impl BufRead,
     mut output: impl Write,
 ) -> Result<bool, JsonlError> {
-    let judged = judge_all(scanner, stage, hops, now, input, &mut output);
+    let judged = judge_all(judge, workers.max(1), input, &mut output);
     output.flush()?;
     judged
 }
 
 fn judge_all(
-    scanner: &Scanner,
-    stage: Stage,
-    hops: u32,
-    now: Timestamp,
+    judge: &(impl Fn(&str) -> RuleVerdict + Sync),
+    workers: usize,
     input: impl BufRead,
     output: &mut impl Write,
 ) -> Result<bool, JsonlError> {
-    let workers = std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    let judge = |(line, text): &(usize, String)| -> Result<RuleVerdict, JsonlError> {
+    let judge_line = |(line, text): &(usize, String)| -> Result<RuleVerdict, JsonlError> {
         let input: Line = serde_json::from_str(text).map_err(|source| JsonlError::NotText { line: *line, source })?;
-        Ok(scanner.judge(&input.text, stage, hops, now))
+        Ok(judge(&input.text))
     };
     let mut denied = false;
     let mut lines = input.lines().enumerate().map(|(n, l)| (n + 1, l));
@@ -95,11 +105,20 @@ fn judge_all(
             break;
         }
         let share = batch.len().div_ceil(workers).max(1);
-        let verdicts: Vec<Result<RuleVerdict, JsonlError>> = std::thread::scope(|s| {
-            let parts: Vec<_> =
-                batch.chunks(share).map(|part| s.spawn(move || part.iter().map(judge).collect::<Vec<_>>())).collect();
-            parts.into_iter().flat_map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-        });
+        let verdicts: Vec<Result<RuleVerdict, JsonlError>> = if workers == 1 {
+            batch.iter().map(judge_line).collect()
+        } else {
+            std::thread::scope(|s| {
+                let parts: Vec<_> = batch
+                    .chunks(share)
+                    .map(|part| s.spawn(move || part.iter().map(judge_line).collect::<Vec<_>>()))
+                    .collect();
+                parts
+                    .into_iter()
+                    .flat_map(|p| p.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                    .collect()
+            })
+        };
         for verdict in verdicts {
             let verdict = verdict?;
             denied |= verdict.is_deny();

@@ -1,5 +1,7 @@
 //! Shared inputs for the agentfw benchmarks.
 
+pub mod adversarial;
+
 /// About 1 KiB of ordinary ASCII developer chat.
 pub fn ascii_1k() -> String {
     let para = "The /health endpoint should return 200 with {\"status\":\"ok\"} when every dependency answers \
