@@ -33,11 +33,13 @@ mod compile;
 mod context;
 pub mod diagnostic;
 pub mod import;
+mod literals;
 pub mod pack;
 pub mod patterns;
 mod reload;
 pub mod rule;
 mod scan;
+mod search;
 pub mod validators;
 pub(crate) mod yaml;
 
@@ -326,7 +328,8 @@ impl RuleSet {
         regexes: Arc<RegexCache>,
         env: Arc<Env>,
     ) -> Self {
-        // One union per text that rules test pattern sets on, so each is scanned once.
+        // One union per text that rules test pattern sets on, so each is scanned once and
+        // what it found is shared by every rule that asks.
         let unions = [Subject::Body, Subject::Folded].map(|subject| {
             let mut names: Vec<String> = Vec::new();
             for (s, name) in rules.iter().flat_map(|r| &r.sets) {
@@ -334,7 +337,7 @@ impl RuleSet {
                     names.push(name.clone());
                 }
             }
-            if names.len() < 2 { None } else { patterns::Union::build(&library, &names) }
+            if names.is_empty() { None } else { patterns::Union::build(&library, &names) }
         });
         let unions = Arc::new(unions);
         let root = compile::root_context(env, Arc::clone(&library), regexes, Arc::clone(&unions));

@@ -13,156 +13,43 @@
 //!     placeholders: true  # optional: values like `xxxx`, `changeme`, `<your-key>` do not count
 //! ```
 //!
-//! Each set is compiled once into a [`regex::RegexSet`] that answers "does anything match"
-//! in one linear pass; only on a hit are the individual patterns run, to apply the value
-//! checks and to name the pattern that matched.
+//! Sets are searched as [`search`](super::search) describes: a literal prefilter, then each
+//! candidate pattern alone from where its literals were found, so that no text costs much
+//! more than prose. A pattern whose matches cannot be told apart from any text (it matches
+//! the empty string) is refused when the pack loads.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
+use regex::{RegexBuilder, RegexSet, RegexSetBuilder};
+use regex_automata::meta::{self, Regex};
+use regex_automata::util::captures::Captures;
+use regex_automata::{Anchored, Input};
+use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::diagnostic::{Diagnostic, SourceFile, Span};
+use super::literals::Literals;
+use super::search::{self, Candidates, Search, Verdict};
 use super::validators::{VALIDATORS, Validator};
 use super::yaml::{self, Fields, Node, NodeKind};
 
 /// Compiled regexes are capped so a hostile or careless pattern cannot eat memory.
 const REGEX_SIZE_LIMIT: usize = 4 << 20;
-/// How pattern sets are split for speed. A lazy DFA builds its states as text needs them,
-/// and a state of a big set is expensive to build, so short texts unlike those before them
-/// pay a lot on one big set; small chunks keep that cost and the memory low. A long text
-/// amortizes its own state building and is dominated by passes over it instead, so it gets
-/// one pass over all the patterns. Both answer exactly alike.
-const GATE_CHUNK: usize = 64;
-/// Texts of at least this many bytes take the one-pass set.
-const LONG_TEXT: usize = 1024;
-/// Lazy-DFA cache of each chunk, and of the one-pass set: large enough to stay on the fast
-/// engine over varied text instead of clearing the cache over and over.
-const CHUNK_DFA_LIMIT: usize = 32 << 20;
-const WHOLE_DFA_LIMIT: usize = 128 << 20;
-
-/// Many regexes compiled to answer "does any match" in one linear pass, and which.
-///
-/// ASCII text, the common case, is tested with a byte-oriented copy of the set compiled
-/// without Unicode classes, which the regex engine runs about a third faster. On ASCII text
-/// both copies agree exactly: Unicode `\s`, `\w`, `\b` and case folding differ from their
-/// ASCII forms only on non-ASCII text, and a pattern that is not itself ASCII (which could
-/// fold a KELVIN SIGN to `k`) keeps Unicode mode in the copy. Any other text goes to the
-/// Unicode set.
-#[derive(Clone, Debug)]
-struct Gate {
-    /// For short texts: the patterns in chunks of at most [`GATE_CHUNK`], each its own set.
-    short: Vec<Chunk>,
-    /// For long texts: all the patterns in one set, when there is more than one chunk.
-    long: Option<Chunk>,
-}
-
-/// Some patterns compiled as one set, built the first time a text needs it: the Unicode
-/// set only once non-ASCII text arrives, the one-pass set only once a long text does.
-#[derive(Clone, Debug)]
-struct Chunk {
-    /// Index of the chunk's first pattern among all of the gate's.
-    first: usize,
-    patterns: Vec<String>,
-    dfa_limit: usize,
-    unicode: OnceLock<Option<RegexSet>>,
-    ascii: OnceLock<Option<regex::bytes::RegexSet>>,
-}
-
-impl Chunk {
-    fn new(first: usize, patterns: &[&str], dfa_limit: usize) -> Self {
-        let patterns = patterns.iter().map(|p| (*p).to_owned()).collect();
-        Self { first, patterns, dfa_limit, unicode: OnceLock::new(), ascii: OnceLock::new() }
-    }
-
-    fn size_limit(&self) -> usize {
-        REGEX_SIZE_LIMIT.saturating_mul(self.patterns.len().max(1))
-    }
-
-    fn unicode(&self) -> Option<&RegexSet> {
-        self.unicode
-            .get_or_init(|| {
-                RegexSetBuilder::new(&self.patterns)
-                    .size_limit(self.size_limit())
-                    .dfa_size_limit(self.dfa_limit)
-                    .build()
-                    .ok()
-            })
-            .as_ref()
-    }
-
-    fn ascii(&self) -> Option<&regex::bytes::RegexSet> {
-        self.ascii
-            .get_or_init(|| {
-                // A pattern that is not ASCII keeps its Unicode meaning inside `(?u:…)`.
-                let bytes = self.patterns.iter().map(|p| if p.is_ascii() { p.clone() } else { format!("(?u:{p})") });
-                regex::bytes::RegexSetBuilder::new(bytes)
-                    .unicode(false)
-                    .size_limit(self.size_limit())
-                    .dfa_size_limit(self.dfa_limit)
-                    .build()
-                    .ok()
-            })
-            .as_ref()
-    }
-
-    /// Whether any pattern may match. Every pattern compiled alone when it was loaded, so
-    /// the sets build; were one not to, the answer is "maybe" and the patterns are then
-    /// tried one by one.
-    fn is_match(&self, text: &str) -> bool {
-        if text.is_ascii()
-            && let Some(ascii) = self.ascii()
-        {
-            return ascii.is_match(text.as_bytes());
-        }
-        self.unicode().is_none_or(|set| set.is_match(text))
-    }
-
-    /// The patterns that match, as indices among the gate's (all of them if no set built).
-    fn matches(&self, text: &str) -> Vec<usize> {
-        let found: Vec<usize> = if text.is_ascii()
-            && let Some(ascii) = self.ascii()
-        {
-            ascii.matches(text.as_bytes()).into_iter().collect()
-        } else if let Some(unicode) = self.unicode() {
-            unicode.matches(text).into_iter().collect()
-        } else {
-            (0..self.patterns.len()).collect()
-        };
-        found.into_iter().map(|i| i + self.first).collect()
-    }
-}
-
-impl Gate {
-    fn new(patterns: &[&str]) -> Self {
-        // As few chunks as the limit allows, of even size.
-        let size = patterns.len().div_ceil(patterns.len().div_ceil(GATE_CHUNK).max(1)).max(1);
-        let short: Vec<Chunk> =
-            patterns.chunks(size).enumerate().map(|(n, part)| Chunk::new(n * size, part, CHUNK_DFA_LIMIT)).collect();
-        let long = (short.len() > 1).then(|| Chunk::new(0, patterns, WHOLE_DFA_LIMIT));
-        Self { short, long }
-    }
-
-    /// The sets to run on `text`: one pass over a long text; small sets over a short one.
-    fn sets(&self, text: &str) -> &[Chunk] {
-        match &self.long {
-            Some(long) if text.len() >= LONG_TEXT => core::slice::from_ref(long),
-            _ => &self.short,
-        }
-    }
-
-    /// The indices of every pattern that matches somewhere in `text`, ascending.
-    fn matches(&self, text: &str) -> Vec<usize> {
-        self.sets(text).iter().filter(|c| c.is_match(text)).flat_map(|c| c.matches(text)).collect()
-    }
-}
 
 /// One pattern of a set.
 #[derive(Clone, Debug)]
 pub struct Pattern {
     pub id: String,
     pub description: String,
-    regex: Regex,
+    /// The regex as written.
+    expression: String,
+    /// Compiled the first time the pattern is a candidate: loading a pack only parses its
+    /// patterns, so that `agentfw scan` starts at once and holds only what it uses.
+    regex: OnceLock<Option<Regex>>,
+    /// The literals the prefilter finds the pattern by.
+    literals: Literals,
+    /// The longest match in bytes, if the regex bounds it.
+    max_len: Option<usize>,
     group: usize,
     min_entropy: Option<f64>,
     placeholders: PlaceholderCheck,
@@ -170,7 +57,7 @@ pub struct Pattern {
     validator: Option<Validator>,
     /// A regex that must not match the text matched before the value (`exclude:`): the
     /// linear-time stand-in for a negative look-behind, e.g. a name such as `PUBLIC_KEY`.
-    exclude: Option<Regex>,
+    exclude: Option<regex::Regex>,
     /// Where the format is documented (`source:`), for people auditing the pattern.
     pub source: Option<String>,
 }
@@ -188,6 +75,25 @@ enum PlaceholderCheck {
 }
 
 impl Pattern {
+    /// The regex as written in the pattern file.
+    pub fn expression(&self) -> &str {
+        &self.expression
+    }
+
+    pub(crate) fn literals(&self) -> &Literals {
+        &self.literals
+    }
+
+    pub(crate) fn max_len(&self) -> Option<usize> {
+        self.max_len
+    }
+
+    /// The compiled regex; `None` only if it compiled to more than the size limit, which
+    /// loading rules out (see [`parse`]).
+    fn regex(&self) -> Option<&Regex> {
+        self.regex.get_or_init(|| compile(&self.expression).ok()).as_ref()
+    }
+
     fn checks_value(&self) -> bool {
         self.group != 0
             || self.min_entropy.is_some()
@@ -219,38 +125,75 @@ impl Pattern {
         }
     }
 
-    /// Whether this pattern finds a value that counts in `text`.
-    fn find_in(&self, text: &str, placeholders: &Placeholders) -> bool {
+    /// Whether this pattern finds a value that counts in `text`, looking at the matches
+    /// that start at `start` or later, leftmost first and not overlapping, with the text
+    /// before `start` seen by `\b` and `^`. From 0 this is the pattern's verdict on `text`.
+    ///
+    /// A pattern whose regex cannot be compiled fires wherever it is a candidate: the
+    /// verdict fails closed.
+    pub(crate) fn fires_from(&self, text: &str, start: usize, placeholders: &Placeholders) -> bool {
+        let Some(regex) = self.regex() else {
+            return true;
+        };
+        let input = Input::new(text).range(start..);
         if !self.checks_value() {
-            return self.regex.is_match(text);
+            return regex.is_match(input);
         }
-        self.regex.captures_iter(text).any(|caps| {
-            caps.get(self.group).is_some_and(|value| {
-                let before = caps.get(0).and_then(|all| text.get(all.start()..value.start())).unwrap_or_default();
-                !self.exclude.as_ref().is_some_and(|ex| ex.is_match(before))
-                    && self.accepts(value.as_str(), placeholders)
-            })
-        })
+        regex.captures_iter(input).any(|caps| self.counts(&caps, text, placeholders))
+    }
+
+    /// What the match that starts exactly at `at` (if any) is worth: one anchored search,
+    /// which stops as soon as the text can no longer match.
+    pub(crate) fn fires_at(&self, text: &str, at: usize, placeholders: &Placeholders) -> Verdict {
+        let Some(regex) = self.regex() else {
+            return Verdict::Counts;
+        };
+        let input = Input::new(text).range(at..).anchored(Anchored::Yes);
+        if !self.checks_value() {
+            return if regex.is_match(input) { Verdict::Counts } else { Verdict::NoMatch };
+        }
+        let mut caps = regex.create_captures();
+        regex.search_captures(&input, &mut caps);
+        match caps.get_match() {
+            None => Verdict::NoMatch,
+            Some(_) if self.counts(&caps, text, placeholders) => Verdict::Counts,
+            Some(m) => Verdict::Skip(m.end()),
+        }
+    }
+
+    /// Whether the value of a match (its capture group, or all of it) took part, is not
+    /// excluded by the text before it, and counts.
+    fn counts(&self, caps: &Captures, text: &str, placeholders: &Placeholders) -> bool {
+        let (Some(all), Some(value)) = (caps.get_match(), caps.get_group(self.group)) else {
+            return false;
+        };
+        let before = text.get(all.start()..value.start).unwrap_or_default();
+        !self.exclude.as_ref().is_some_and(|ex| ex.is_match(before))
+            && text.get(value.range()).is_some_and(|v| self.accepts(v, placeholders))
     }
 }
 
 /// The patterns of one file, compiled together.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct PatternSet {
     pub name: String,
     patterns: Vec<Pattern>,
-    set: Gate,
+    /// Built the first time [`PatternSet::find`] is called: rules reach sets through a
+    /// [`Union`] instead.
+    search: OnceLock<Search>,
     placeholders: Arc<Placeholders>,
 }
 
 impl PatternSet {
     /// The first pattern (in file order) that finds a value that counts in `text`.
     pub fn find(&self, text: &str) -> Option<&Pattern> {
-        self.set
-            .matches(text)
-            .into_iter()
-            .filter_map(|i| self.patterns.get(i))
-            .find(|p| p.find_in(text, &self.placeholders))
+        let search = self.search.get_or_init(|| Search::new(&self.patterns.iter().collect::<Vec<_>>()));
+        let candidates = search.scan(text);
+        self.patterns
+            .iter()
+            .enumerate()
+            .find(|(i, p)| search::fires(p, text, candidates.place(*i), &self.placeholders))
+            .map(|(_, p)| p)
     }
 
     pub fn patterns(&self) -> &[Pattern] {
@@ -258,39 +201,35 @@ impl PatternSet {
     }
 }
 
-/// Several pattern sets tested on the same text, compiled into one regex set so that the
-/// text is scanned once however many rules test it. Answers exactly as each set's own
+/// Several pattern sets tested on the same text, searched together so that the text is
+/// scanned once however many rules test it. Answers exactly as each set's own
 /// [`PatternSet::find`] would.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct Union {
     names: Vec<String>,
-    set: Gate,
-    /// For each regex of `set`: the set it belongs to (index into `names`) and its index
-    /// within that set.
-    owners: Vec<(usize, usize)>,
+    search: Search,
+    /// Where each set's patterns start among the union's: set `slot`'s pattern `i` is the
+    /// union's `first[slot] + i`.
+    first: Vec<usize>,
 }
 
-/// What one scan of a union found: for each set, the patterns whose regex matched (in
-/// file order), and, worked out only when a rule asks about that set, the first of them
-/// whose value counts (entropy, placeholders).
+/// What one scan of a union found: where each pattern may match, and, worked out only
+/// when a rule asks about a set, the first of its patterns that finds a value that counts.
 #[derive(Clone, Debug)]
 pub(crate) struct Hits {
-    candidates: Vec<Vec<usize>>,
+    candidates: Candidates,
     found: Vec<OnceLock<Option<usize>>>,
 }
 
 impl Union {
     pub(crate) fn build(library: &PatternLibrary, names: &[String]) -> Option<Self> {
-        let mut regexes = Vec::new();
-        let mut owners = Vec::new();
-        for (slot, name) in names.iter().enumerate() {
-            for (i, p) in library.get(name)?.patterns.iter().enumerate() {
-                regexes.push(p.regex.as_str());
-                owners.push((slot, i));
-            }
+        let mut patterns = Vec::new();
+        let mut first = Vec::new();
+        for name in names {
+            first.push(patterns.len());
+            patterns.extend(library.get(name)?.patterns.iter());
         }
-        let set = Gate::new(&regexes);
-        Some(Self { names: names.to_vec(), set, owners })
+        Some(Self { names: names.to_vec(), search: Search::new(&patterns), first })
     }
 
     pub(crate) fn slot(&self, name: &str) -> Option<usize> {
@@ -299,17 +238,8 @@ impl Union {
 
     /// One pass over `text` for every set of the union.
     pub(crate) fn scan(&self, text: &str) -> Hits {
-        let mut candidates = vec![Vec::new(); self.names.len()];
-        // `matches` runs each set's quick yes-or-no pass first, so no text pays for a
-        // second pass when nothing matches, nor a third when something does.
-        for i in self.set.matches(text) {
-            if let Some(&(slot, index)) = self.owners.get(i)
-                && let Some(list) = candidates.get_mut(slot)
-            {
-                list.push(index);
-            }
-        }
-        let found = candidates.iter().map(|_| OnceLock::new()).collect();
+        let candidates = self.search.scan(text);
+        let found = self.names.iter().map(|_| OnceLock::new()).collect();
         Hits { candidates, found }
     }
 
@@ -319,17 +249,16 @@ impl Union {
         let cell = hits.found.get(slot)?;
         *cell.get_or_init(|| {
             let set = library.get(self.names.get(slot)?)?;
-            hits.candidates
-                .get(slot)?
-                .iter()
-                .copied()
-                .find(|&i| set.patterns.get(i).is_some_and(|p| p.find_in(text, &set.placeholders)))
+            let first = *self.first.get(slot)?;
+            set.patterns.iter().enumerate().find_map(|(i, p)| {
+                search::fires(p, text, hits.candidates.place(first + i), &set.placeholders).then_some(i)
+            })
         })
     }
 }
 
 /// Every pattern set a rule set can name, by set name.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct PatternLibrary {
     sets: BTreeMap<String, PatternSet>,
 }
@@ -398,11 +327,13 @@ impl PatternLibrary {
                     }
                 }
             }
-            let sources: Vec<&str> = patterns.iter().map(|p| p.regex.as_str()).collect();
-            let set = Gate::new(&sources);
-            library
-                .sets
-                .insert(name.clone(), PatternSet { name, patterns, set, placeholders: Arc::clone(&placeholders) });
+            let set = PatternSet {
+                name: name.clone(),
+                patterns,
+                search: OnceLock::new(),
+                placeholders: Arc::clone(&placeholders),
+            };
+            library.sets.insert(name, set);
         }
         library
     }
@@ -440,20 +371,31 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
         );
     }
     let description = fields.string("description", what, file, diags);
-    let regex = fields.string("regex", what, file, diags).and_then(|(src, node)| {
-        match RegexBuilder::new(src).size_limit(REGEX_SIZE_LIMIT).build() {
-            Ok(re) => Some(re),
-            Err(e) => {
-                diags.push(regex_diagnostic(&e, src, node, file));
-                None
-            }
+    let expression = fields.string("regex", what, file, diags);
+    let parsed = expression.and_then(|(src, node)| match parse(src) {
+        Ok(parsed) if parsed.properties().minimum_len() == Some(0) => {
+            diags.push(
+                Diagnostic::at(
+                    "policy.matches_everything",
+                    "this regex matches the empty string, so it matches every text",
+                    file,
+                    node.span,
+                )
+                .with_hint("require at least one character, e.g. `+` instead of `*`"),
+            );
+            None
+        }
+        Ok(parsed) => Some(parsed),
+        Err(e) => {
+            diags.push(regex_diagnostic(&e, src, node, file));
+            None
         }
     });
     let group = match fields.get("group") {
         None => 0,
         Some(node) => match node.as_str().and_then(|s| s.parse::<usize>().ok()) {
-            Some(g) => match &regex {
-                Some(re) if g >= re.captures_len() => {
+            Some(g) => match &parsed {
+                Some(hir) if g > hir.properties().explicit_captures_len() => {
                     diags.push(
                         Diagnostic::at(
                             "policy.invalid_value",
@@ -461,7 +403,7 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
                             file,
                             node.span,
                         )
-                        .with_hint(format!("this regex has groups 1 to {}", re.captures_len().saturating_sub(1))),
+                        .with_hint(format!("this regex has groups 1 to {}", hir.properties().explicit_captures_len())),
                     );
                     0
                 }
@@ -529,10 +471,14 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
     if diags.len() > before {
         return None;
     }
+    let hir = parsed?;
     Some(Pattern {
         id: id?.0.to_owned(),
         description: description?.0.trim().to_owned(),
-        regex: regex?,
+        expression: expression?.0.to_owned(),
+        regex: OnceLock::new(),
+        literals: Literals::of(&hir),
+        max_len: hir.properties().maximum_len(),
         group,
         min_entropy,
         placeholders,
@@ -540,6 +486,52 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
         exclude,
         source,
     })
+}
+
+/// Parses a pattern's regex with the regex crate's syntax, and checks that it will compile
+/// within the size limit: by an estimate from its parsed form, and, should the estimate be
+/// near the limit, by compiling it.
+fn parse(src: &str) -> Result<Hir, regex::Error> {
+    let hir = regex_syntax::ParserBuilder::new().build().parse(src).map_err(|e| regex::Error::Syntax(e.to_string()))?;
+    if compiled_size_estimate(&hir) > REGEX_SIZE_LIMIT / 4 {
+        compile(src)?;
+    }
+    Ok(hir)
+}
+
+/// Compiles a pattern's regex for searching windows of a text: the regex crate's engines
+/// and limits, without the one-pass DFA, which costs memory and helps only long captures.
+fn compile(src: &str) -> Result<Regex, regex::Error> {
+    meta::Builder::new()
+        .configure(meta::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)).onepass(false))
+        .build(src)
+        .map_err(|e| match (e.size_limit(), e.syntax_error()) {
+            (Some(limit), _) => regex::Error::CompiledTooBig(limit),
+            (None, Some(syntax)) => regex::Error::Syntax(syntax.to_string()),
+            (None, None) => regex::Error::Syntax(e.to_string()),
+        })
+}
+
+/// An upper estimate of the bytes a regex compiles to: a few words per state, each
+/// literal byte and class range a state, repetitions as many copies as they allow.
+fn compiled_size_estimate(hir: &Hir) -> usize {
+    const STATE: usize = 32;
+    let sub = |h: &Hir| compiled_size_estimate(h);
+    match hir.kind() {
+        HirKind::Empty | HirKind::Look(_) => STATE,
+        HirKind::Literal(lit) => STATE * lit.0.len(),
+        // A Unicode range becomes up to a few states per byte of its UTF-8 forms.
+        HirKind::Class(Class::Unicode(c)) => STATE * 8 * c.ranges().len(),
+        HirKind::Class(Class::Bytes(c)) => STATE * c.ranges().len(),
+        HirKind::Repetition(r) => {
+            let copies = r.max.unwrap_or(r.min).max(r.min).max(1) as usize;
+            sub(&r.sub).saturating_mul(copies).saturating_add(STATE)
+        }
+        HirKind::Capture(c) => sub(&c.sub).saturating_add(2 * STATE),
+        HirKind::Concat(items) | HirKind::Alternation(items) => {
+            items.iter().map(sub).fold(STATE * items.len(), usize::saturating_add)
+        }
+    }
 }
 
 fn invalid(node: &Node, file: &SourceFile, message: &str) -> Diagnostic {
@@ -793,6 +785,17 @@ mod tests {
         assert!(diags[0].hint.as_deref().unwrap().starts_with("the validators are github-checksum, "), "{diags:?}");
     }
 
+    /// A regex that matches the empty string matches every text: refused, with the reason.
+    #[test]
+    fn a_regex_that_matches_everything_is_refused() {
+        for regex in ["a*", "(?:x|)", "\\b", "[0-9]{0,4}"] {
+            let (lib, diags) = library(&format!("patterns:\n  - id: x\n    description: x\n    regex: '{regex}'\n"));
+            let codes: Vec<_> = diags.iter().map(|d| d.code).collect();
+            assert_eq!(codes, ["policy.matches_everything"], "{regex}");
+            assert_eq!(lib.get("tokens").map(|s| s.patterns().len()), Some(0), "{regex}");
+        }
+    }
+
     #[test]
     fn a_broken_regex_points_into_the_pattern() {
         let (_, diags) = library("patterns:\n  - id: bad\n    description: bad\n    regex: 'ab(c'\n");
@@ -838,66 +841,177 @@ mod tests {
         }
     }
 
-    /// The byte-oriented copy of a set answers exactly as the Unicode set on ASCII text.
-    #[test]
-    fn the_ascii_gate_agrees_with_the_unicode_set() {
-        let files = [
-            include_str!("../../rules/patterns/private-keys.yaml"),
-            include_str!("../../rules/patterns/provider-tokens.yaml"),
-            include_str!("../../rules/patterns/generic-credentials.yaml"),
-            include_str!("../../rules/patterns/forwarded-commands.yaml"),
-            include_str!("../../rules/patterns/injections.yaml"),
-        ];
-        let corpus = [
+    /// The default pack's pattern files, compiled with its placeholder list.
+    fn default_library() -> PatternLibrary {
+        let mut diags = Vec::new();
+        let placeholders = Placeholders::compile(&super::super::pack::placeholder_files(), &mut diags);
+        let lib = PatternLibrary::compile(&super::super::pack::pattern_files(), Arc::new(placeholders), &mut diags);
+        assert!(diags.is_empty(), "{diags:?}");
+        lib
+    }
+
+    /// What a set answers when every pattern runs over the whole text: the definition the
+    /// search must agree with.
+    fn every_pattern_alone<'s>(set: &'s PatternSet, text: &str) -> Option<&'s str> {
+        set.patterns.iter().find(|p| p.fires_from(text, 0, &set.placeholders)).map(|p| p.id.as_str())
+    }
+
+    /// The corpus texts as sent and folded.
+    fn corpus_texts() -> Vec<String> {
+        [
             include_str!("../../corpus/benign.jsonl"),
             include_str!("../../corpus/provider-tokens.jsonl"),
+            include_str!("../../corpus/private-keys.jsonl"),
             include_str!("../../corpus/generic-credentials.jsonl"),
             include_str!("../../corpus/injections.jsonl"),
             include_str!("../../corpus/forwarded-commands.jsonl"),
-        ];
-        let texts: Vec<String> = corpus
-            .iter()
-            .flat_map(|c| c.lines())
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter_map(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_owned))
-            .flat_map(|t| [crate::normalize::fold(&t), t])
-            .filter(|t| t.is_ascii())
-            .step_by(4)
+        ]
+        .iter()
+        .flat_map(|c| c.lines())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_owned))
+        .flat_map(|t| [crate::normalize::fold(&t), t])
+        .collect()
+    }
+
+    /// Every literal the prefilter looks for, each followed by a short random tail: the text
+    /// that makes every pattern a candidate many times over.
+    fn literal_soup(lib: &PatternLibrary, seed: u64) -> String {
+        let mut state = seed;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let literals: Vec<String> = lib
+            .sets
+            .values()
+            .flat_map(|s| &s.patterns)
+            .flat_map(|p| p.literals().all().iter().map(|l| String::from_utf8_lossy(l).into_owned()))
             .collect();
-        let mut diags = Vec::new();
-        let sources: Vec<SourceFile> =
-            files.iter().enumerate().map(|(i, f)| SourceFile::new(format!("set{i}.yaml"), *f)).collect();
-        let lib = PatternLibrary::compile(&sources, Arc::new(Placeholders::default()), &mut diags);
+        let alnum = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-.:\"' \n";
+        let mut out = String::new();
+        while out.len() < 16 * 1024 {
+            out.push_str(&literals[next() % literals.len()]);
+            for _ in 0..next() % 48 {
+                out.push(char::from(alnum[next() % alnum.len()]));
+            }
+        }
+        out
+    }
+
+    /// The search answers exactly as every pattern run alone over the whole text: on the
+    /// corpus as sent and folded, and on texts where every pattern is a candidate many
+    /// times, through each set's own search and through the union of all sets.
+    #[test]
+    fn the_search_finds_what_every_pattern_alone_finds() {
+        let lib = default_library();
+        let names: Vec<String> = lib.names().map(str::to_owned).collect();
+        let union = Union::build(&lib, &names).unwrap();
+        let mut texts = corpus_texts();
+        texts.extend((0..8).map(|seed| literal_soup(&lib, seed)));
+        let mut found = 0;
+        for text in &texts {
+            let hits = union.scan(text);
+            for (slot, name) in names.iter().enumerate() {
+                let set = lib.get(name).unwrap();
+                let want = every_pattern_alone(set, text);
+                assert_eq!(set.find(text).map(|p| p.id.as_str()), want, "{name}: {text:?}");
+                let through_union = union.found(&hits, slot, &lib, text).map(|i| set.patterns[i].id.as_str());
+                assert_eq!(through_union, want, "{name} in the union: {text:?}");
+                found += usize::from(want.is_some());
+            }
+        }
+        assert!(found > 1000, "{found}");
+    }
+
+    /// A small set with a pattern of every kind the search tells apart: found by prefixes,
+    /// by a prefix a few bytes into its matches, by a suffix, and none; with and
+    /// without value checks, bounded and unbounded; and one whose matches that do not count
+    /// swallow places where a match would (`pp=aapp=abcd;`).
+    const KINDS: &str = "patterns:\n  - id: prefix-token\n    description: d\n    regex: '(?-u:\\b)tok_[A-Za-z0-9]{8,}'\n    min_entropy: 2.5\n  - id: prefix-bounded\n    description: d\n    regex: 'key=([a-z0-9]{4,12});'\n    group: 1\n    placeholders: true\n  - id: back\n    description: d\n    regex: '(?:^|[^a-z])zz9[a-z]{3}'\n  - id: suffix\n    description: d\n    regex: '[0-9]{2,6}:end'\n  - id: literal-free\n    description: d\n    regex: '[A-F]{3}[0-9]{3}'\n  - id: excluded\n    description: d\n    regex: '([A-Z_]*KEY)=([a-z]{6,})'\n    group: 2\n    exclude: 'PUBLIC'\n  - id: overlap\n    description: d\n    regex: 'pp=([a-z]*)[a-z=]*;'\n    group: 1\n    min_entropy: 1.5\n";
+
+    /// What [`KINDS`] texts are made of: its literals, values and near misses.
+    const KIND_PIECES: &[&str] = &[
+        "tok_", "TOK_", "key=", "KEY=", "PUBLIC_", "zz9", "ZZ9", ":end", "pp=", "ABC", "FFF", "123", "9", "a", "aa",
+        "abc", "abcdef", "q8Zk3LmN", "xxxx", ";", "=", " ", "-", "_", "\n", "ſ", "é", "\u{212a}",
+    ];
+
+    /// Texts of these few pieces make matches of the `overlap` pattern that do not count
+    /// swallow places where one would, often.
+    const OVERLAP_PIECES: &[&str] = &["pp=", "a", "abc", ";", "="];
+
+    /// Pieces that random texts for the default pack are made of: every literal of the pack
+    /// in both cases, fragments of values, separators, and characters that fold or combine.
+    fn pieces(lib: &PatternLibrary) -> Vec<String> {
+        let mut out: Vec<String> = lib
+            .sets
+            .values()
+            .flat_map(|s| &s.patterns)
+            .flat_map(|p| p.literals().all().iter().map(|l| String::from_utf8_lossy(l).into_owned()))
+            .flat_map(|l| [l.to_ascii_uppercase(), l])
+            .collect();
+        out.sort();
+        out.dedup();
+        out.extend(KIND_PIECES.iter().map(|p| (*p).to_owned()));
+        out.extend(
+            ["0", "Z", "DEAD", "/", "+", "'", "\"", "  ", "\t", "|", "(", "$(", "{{", "}}", "\u{301}"]
+                .map(String::from),
+        );
+        out
+    }
+
+    /// The search answers as every pattern alone on `text`, through each set of `lib` and
+    /// through the union of all of them.
+    fn agrees(lib: &PatternLibrary, text: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+        let names: Vec<String> = lib.names().map(str::to_owned).collect();
+        let union = Union::build(lib, &names).unwrap();
+        let hits = union.scan(text);
+        for (slot, name) in names.iter().enumerate() {
+            let set = lib.get(name).unwrap();
+            let want = every_pattern_alone(set, text);
+            proptest::prop_assert_eq!(set.find(text).map(|p| p.id.as_str()), want, "{}: {:?}", name, text);
+            let through_union = union.found(&hits, slot, lib, text).map(|i| set.patterns[i].id.as_str());
+            proptest::prop_assert_eq!(through_union, want, "{} in the union: {:?}", name, text);
+        }
+        Ok(())
+    }
+
+    static DEFAULT: std::sync::LazyLock<PatternLibrary> = std::sync::LazyLock::new(default_library);
+    static KINDS_LIBRARY: std::sync::LazyLock<PatternLibrary> = std::sync::LazyLock::new(|| {
+        let (lib, diags) = library(KINDS);
         assert!(diags.is_empty(), "{diags:?}");
-        let mut checked = 0;
-        for set in lib.sets.values() {
-            for chunk in set.set.short.iter().chain(&set.set.long) {
-                let unicode = chunk.unicode().unwrap();
-                for text in &texts {
-                    assert_eq!(chunk.is_match(text), unicode.is_match(text), "{}: {text:?}", set.name);
-                    let unicode: Vec<usize> = unicode.matches(text).into_iter().map(|i| i + chunk.first).collect();
-                    assert_eq!(chunk.matches(text), unicode, "{}: {text:?}", set.name);
-                    checked += 1;
-                }
-            }
+        lib
+    });
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// On random texts of literals, values and near misses, a set of every kind of
+        /// pattern answers exactly as its patterns run alone over the whole text.
+        #[test]
+        fn every_kind_of_pattern_agrees_with_running_alone(picks in proptest::collection::vec(0..KIND_PIECES.len(), 0..40)) {
+            let text: String = picks.iter().filter_map(|&i| KIND_PIECES.get(i).copied()).collect();
+            agrees(&KINDS_LIBRARY, &text)?;
         }
-        assert!(checked > 1000, "{checked}");
-        // The chunks for short texts and the one-pass set for long ones find the same.
-        for set in lib.sets.values() {
-            if let Some(long) = &set.set.long {
-                for text in &texts {
-                    let short: Vec<usize> =
-                        set.set.short.iter().filter(|c| c.is_match(text)).flat_map(|c| c.matches(text)).collect();
-                    assert_eq!(short, long.matches(text), "{}: {text:?}", set.name);
-                }
-            }
+
+        /// The same on texts of few pieces, where matches that do not count overlap places
+        /// where one would.
+        #[test]
+        fn overlapping_matches_agree_with_running_alone(picks in proptest::collection::vec(0..OVERLAP_PIECES.len(), 0..24)) {
+            let text: String = picks.iter().filter_map(|&i| OVERLAP_PIECES.get(i).copied()).collect();
+            agrees(&KINDS_LIBRARY, &text)?;
         }
-        // Every set has the fast copy.
-        for name in ["set0", "set1", "set2", "set3", "set4"] {
-            assert!(
-                lib.get(name).is_some_and(|s| s.set.short.iter().chain(&s.set.long).all(|c| c.ascii().is_some())),
-                "{name}"
-            );
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+        /// The same for the default pack, on random texts of its literals.
+        #[test]
+        fn the_default_pack_agrees_with_running_alone(picks in proptest::collection::vec(0usize..100_000, 0..120)) {
+            let pieces = pieces(&DEFAULT);
+            let text: String = picks.iter().map(|&i| pieces[i % pieces.len()].as_str()).collect();
+            agrees(&DEFAULT, &text)?;
         }
     }
 

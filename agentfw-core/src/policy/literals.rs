@@ -1,0 +1,221 @@
+//! The literals a pattern cannot match without, read from its regex by regex-syntax's
+//! extractor: what the prefilter looks for to know which patterns may match, and where.
+//!
+//! gitleaks calls them a rule's `keywords`, Hyperscan derives them for its prefilters. For
+//! `(?-u:\b)gh[pousr]_[A-Za-z0-9]{36,}` the prefixes are `ghp_`, `gho_`, `ghu_`, `ghs_`,
+//! `ghr_`: every match starts with one of them, so a match can only start where one of them
+//! occurs, and an anchored search from each occurrence finds it. A pattern whose matches
+//! start with no usable literal (`[0-9]{8,10}:AA…`) may still contain one: then the text
+//! must hold one of its suffixes for it to match at all.
+//!
+//! Literals are kept with ASCII letters in lower case and found ignoring ASCII case, which
+//! keeps `(?i)secret` a handful of literals instead of 64; the search that verifies a
+//! candidate decides what actually matches.
+
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{Capture, Class, Hir, HirKind, Repetition};
+
+/// Classes of more characters than this end a literal rather than multiply it: `[pousr]`
+/// gives five spellings, `[0-9]` would give ten times as many literals for one more byte.
+const MAX_CLASS: usize = 5;
+/// At most this many literals per pattern (a list of hundreds of provider names is kept as
+/// their first bytes beyond it).
+const MAX_TOTAL: usize = 500;
+/// How many bytes a match may start before its literals: room for a leading `(?:^|[^…])`
+/// or a character class before a literal (`[MNO]…`, `.?`).
+const MAX_BACK: usize = 4;
+/// Literals shorter than this occur too often in ordinary text to be worth finding: a
+/// pattern that starts with `a` or `=` is searched another way.
+const MIN_LITERAL: usize = 2;
+
+/// What the prefilter can learn of where a pattern matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Literals {
+    /// Every match starts with one of these (lower case, none shorter than [`MIN_LITERAL`]),
+    /// or at most `back` bytes before one.
+    Prefixes { literals: Vec<Vec<u8>>, back: usize },
+    /// Every match ends with one of these: the pattern can match only in a text that
+    /// holds one of them, but where its matches start is not known.
+    Suffixes(Vec<Vec<u8>>),
+    /// No literal worth looking for.
+    None,
+}
+
+impl Literals {
+    /// The literals of the pattern `hir`, prefixes when they are usable, else suffixes.
+    pub(crate) fn of(hir: &Hir) -> Self {
+        let hir = fold_case(hir);
+        if let Some((literals, back)) = prefixes(&hir) {
+            return Self::Prefixes { literals, back };
+        }
+        match extract(&hir, ExtractKind::Suffix) {
+            Some(suffixes) => Self::Suffixes(suffixes),
+            None => Self::None,
+        }
+    }
+
+    /// The literals to look for, whatever they tell.
+    pub(crate) fn all(&self) -> &[Vec<u8>] {
+        match self {
+            Self::Prefixes { literals: l, .. } | Self::Suffixes(l) => l,
+            Self::None => &[],
+        }
+    }
+}
+
+/// The prefixes every match of `hir` starts with, or starts at most the second number of
+/// bytes before: a concatenation may skip its first few short items (`(?:^|[^0-9])` before
+/// `1//0`), an alternation needs prefixes in every branch.
+fn prefixes(hir: &Hir) -> Option<(Vec<Vec<u8>>, usize)> {
+    if let Some(literals) = extract(hir, ExtractKind::Prefix) {
+        return Some((literals, 0));
+    }
+    match hir.kind() {
+        HirKind::Capture(c) => prefixes(&c.sub),
+        HirKind::Alternation(branches) => {
+            let mut all = Vec::new();
+            let mut back = 0;
+            for branch in branches {
+                let (literals, b) = prefixes(branch)?;
+                all.extend(literals);
+                back = back.max(b);
+            }
+            all.sort_unstable();
+            all.dedup();
+            Some((all, back))
+        }
+        HirKind::Concat(items) => {
+            let mut skipped = 0;
+            for (k, item) in items.iter().enumerate().take(items.len().saturating_sub(1)) {
+                skipped += item.properties().maximum_len()?;
+                if skipped > MAX_BACK {
+                    return None;
+                }
+                let rest = Hir::concat(items.get(k + 1..)?.to_vec());
+                if let Some(literals) = extract(&rest, ExtractKind::Prefix) {
+                    return Some((literals, skipped));
+                }
+            }
+            None
+        }
+        _ => None,
+    }
+}
+
+/// `hir` with every class of one ASCII letter in both cases (`(?i-u:a)` is `[Aa]`) made the
+/// lower-case letter: literals are found ignoring ASCII case anyway, and `(?i)secret` is
+/// then one literal instead of 64, so long lists of words stay within the extractor's
+/// limits.
+fn fold_case(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Class(class) => ascii_letter(class).map_or_else(|| hir.clone(), |b| Hir::literal([b])),
+        HirKind::Repetition(r) => {
+            Hir::repetition(Repetition { min: r.min, max: r.max, greedy: r.greedy, sub: Box::new(fold_case(&r.sub)) })
+        }
+        HirKind::Capture(c) => {
+            Hir::capture(Capture { index: c.index, name: c.name.clone(), sub: Box::new(fold_case(&c.sub)) })
+        }
+        HirKind::Concat(items) => Hir::concat(items.iter().map(fold_case).collect()),
+        HirKind::Alternation(items) => Hir::alternation(items.iter().map(fold_case).collect()),
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Look(_) => hir.clone(),
+    }
+}
+
+/// The lower-case letter of a class that is exactly one ASCII letter in both cases.
+fn ascii_letter(class: &Class) -> Option<u8> {
+    let pair: Vec<(u32, u32)> = match class {
+        Class::Unicode(c) => c.ranges().iter().map(|r| (u32::from(r.start()), u32::from(r.end()))).collect(),
+        Class::Bytes(c) => c.ranges().iter().map(|r| (u32::from(r.start()), u32::from(r.end()))).collect(),
+    };
+    match pair.as_slice() {
+        [(a, a2), (b, b2)] if a == a2 && b == b2 => {
+            let (upper, lower) = (u8::try_from(*a).ok()?, u8::try_from(*b).ok()?);
+            (upper.is_ascii_uppercase() && upper.to_ascii_lowercase() == lower).then_some(lower)
+        }
+        _ => None,
+    }
+}
+
+/// The literals of `kind` that every match of `hir` has, if there are finitely many and
+/// none is too short; ASCII lower-cased, deduplicated, and without any literal that holds
+/// another of the list where the other would be found anyway (at its start for prefixes, at
+/// its end for suffixes).
+fn extract(hir: &Hir, kind: ExtractKind) -> Option<Vec<Vec<u8>>> {
+    let prefix = matches!(kind, ExtractKind::Prefix);
+    let seq = Extractor::new().kind(kind).limit_class(MAX_CLASS).limit_total(MAX_TOTAL).extract(hir);
+    let mut literals: Vec<Vec<u8>> = seq.literals()?.iter().map(|l| l.as_bytes().to_ascii_lowercase()).collect();
+    if literals.is_empty() || literals.iter().any(|l| l.len() < MIN_LITERAL) {
+        return None;
+    }
+    literals.sort_unstable_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    let mut kept: Vec<Vec<u8>> = Vec::with_capacity(literals.len());
+    for l in literals {
+        let covered = kept.iter().any(|k| if prefix { l.starts_with(k) } else { l.ends_with(k) });
+        if !covered {
+            kept.push(l);
+        }
+    }
+    kept.sort_unstable();
+    Some(kept)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn literals(re: &str) -> Literals {
+        Literals::of(&regex_syntax::parse(re).unwrap())
+    }
+
+    fn strings(l: &[Vec<u8>]) -> Vec<String> {
+        l.iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect()
+    }
+
+    fn starts(l: &Literals) -> (String, usize) {
+        match l {
+            Literals::Prefixes { literals, back } => (strings(literals).join("|"), *back),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_prefix_and_its_variants() {
+        let l = literals(r"(?-u:\b)gh[pousr]_[A-Za-z0-9]{36,}(?-u:\b)");
+        assert_eq!(starts(&l), ("gho_|ghp_|ghr_|ghs_|ghu_".to_owned(), 0));
+        let l = literals(r"(?-u:\b)(?:AKIA|ASIA)[A-Z0-9]{16}(?-u:\b)");
+        assert_eq!(starts(&l), ("akia|asia".to_owned(), 0));
+    }
+
+    #[test]
+    fn case_insensitive_words_are_a_few_literals() {
+        // `(?i)s` also matches ſ (U+017F) and `k` the Kelvin sign: those spellings stay.
+        assert_eq!(starts(&literals(r"(?i)secret\s*=\s*(\S+)")).0, "secret|\u{17f}ecret");
+        assert_eq!(starts(&literals(r"(?i-u:password|passwd|pwd)\s*=")).0, "passwd|password|pwd");
+    }
+
+    #[test]
+    fn a_short_start_is_skipped() {
+        let l = literals(r"(?:^|[^0-9A-Za-z_/-])1//0[0-9A-Za-z_-]{40,}");
+        assert_eq!(starts(&l), ("1//0".to_owned(), 4), "one character of up to four bytes");
+        let l = literals(r"(?-u:\b)[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}");
+        assert_eq!(l, Literals::None);
+    }
+
+    #[test]
+    fn a_literal_after_a_class_is_a_suffix() {
+        let l = literals(r"(?:^|[^0-9A-Za-z_:])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}");
+        assert_eq!(l, Literals::None, "the suffix is a class too");
+        let Literals::Suffixes(l) = literals(r"[0-9]{8,10}:bot") else { panic!() };
+        assert_eq!(strings(&l), [":bot"]);
+    }
+
+    #[test]
+    fn optional_or_short_starts_give_no_prefix() {
+        assert_eq!(literals(r"(?:abc)?[0-9]+"), Literals::None);
+        assert_eq!(literals(r"a*"), Literals::None);
+        assert_eq!(literals(r"=[0-9]+"), Literals::None);
+        let l = literals(r"xoxb-[0-9]+|hooks\.slack\.com/x");
+        assert_eq!(starts(&l), ("hooks.slack.com/x|xoxb-".to_owned(), 0));
+    }
+}

@@ -1,0 +1,215 @@
+//! Searching a text for many patterns at a cost per byte that no text can blow up (PR9).
+//!
+//! One regex automaton for hundreds of patterns is linear in theory, but its lazily built
+//! states thrash on text unlike what it saw before: a certificate or a base64 blob cost a
+//! hundred times prose. So the patterns are searched the way the fastest secret scanners
+//! do (gitleaks' keywords, Hyperscan's prefilters):
+//!
+//! 1. One Aho-Corasick pass over the text finds every literal that some pattern cannot
+//!    match without ([`Literals`]), ignoring ASCII case: these are the candidates, and where.
+//! 2. A candidate whose matches start with its literals is verified by one anchored search
+//!    from each place its literal was found, which stops as soon as the text cannot match
+//!    (a few bytes past a token), in the order a search over the whole text would meet them.
+//!    When that could read more than one search over the rest of the text (many places,
+//!    each reading up to the pattern's longest match, or [`UNBOUNDED_READ`] bytes for a
+//!    pattern without one), one search from the first place reads the rest once instead.
+//! 3. A candidate found only by a literal its matches end with, and each of the few
+//!    patterns without literals, is searched alone over the whole text. Alone, not as one
+//!    set: a set of a dozen large patterns is what thrashes, while each alone keeps a small
+//!    automaton, and the cost of a text is bounded by their number.
+//!
+//! Every way gives the answer a search of the whole text would: see [`fires`].
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+
+use super::literals::Literals;
+use super::patterns::{Pattern, Placeholders};
+
+/// What starting one anchored search costs beside the bytes it reads, in bytes.
+const SEARCH_OVERHEAD: usize = 64;
+/// What an anchored search of a pattern without a bounded match length is expected to
+/// read, in bytes: it stops where the text stops matching, a few bytes past a token or an
+/// assignment. A text built so that every search reads far (`curl curl curl …` with no
+/// pipe) costs more; see [`fires`].
+const UNBOUNDED_READ: usize = 64;
+
+/// Many patterns compiled to be searched together. The patterns are numbered in the order
+/// given; [`Search::scan`] says which may match and where.
+#[derive(Debug)]
+pub(crate) struct Search {
+    /// Finds every literal, overlapping, ASCII case ignored. `None` if no pattern has one.
+    /// A contiguous NFA: a DFA of the default pack's literals held about 12 MiB more, and
+    /// the prefilter is a small part of a scan's time.
+    prefilter: Option<AhoCorasick>,
+    /// For each literal of the prefilter, the patterns it is a literal of, and whether it
+    /// is their prefix.
+    owners: Vec<Vec<(u32, bool)>>,
+    /// The patterns without literals, searched whole in every text, ascending.
+    always: Vec<u32>,
+}
+
+/// Where one pattern may match in a text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Where<'c> {
+    /// Nowhere: none of its literals occurs.
+    Nowhere,
+    /// Only where a match starts at one of these offsets, ascending.
+    From(&'c [usize]),
+    /// Anywhere: it may match, and where its matches start is not known.
+    Anywhere,
+}
+
+/// Where each pattern of a [`Search`] may match in one text.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Candidates {
+    /// Every prefix found, by pattern then offset: the pattern of each, and its offset.
+    patterns: Vec<u32>,
+    offsets: Vec<usize>,
+    /// Patterns that may match anywhere, sorted.
+    anywhere: Vec<u32>,
+}
+
+impl Candidates {
+    /// Where pattern `i` may match.
+    pub(crate) fn place(&self, i: usize) -> Where<'_> {
+        let Ok(i) = u32::try_from(i) else { return Where::Nowhere };
+        if self.anywhere.binary_search(&i).is_ok() {
+            return Where::Anywhere;
+        }
+        let from = self.patterns.partition_point(|&p| p < i);
+        let to = self.patterns.partition_point(|&p| p <= i);
+        match self.offsets.get(from..to) {
+            Some(found) if !found.is_empty() => Where::From(found),
+            _ => Where::Nowhere,
+        }
+    }
+}
+
+impl Search {
+    /// Compiles the search for `patterns`; a pattern with no literals is searched always.
+    pub(crate) fn new(patterns: &[&Pattern]) -> Self {
+        let mut literals: Vec<Vec<u8>> = Vec::new();
+        let mut owners: Vec<Vec<(u32, bool)>> = Vec::new();
+        let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
+        let mut always = Vec::new();
+        for (i, p) in patterns.iter().enumerate() {
+            let n = u32::try_from(i).unwrap_or(u32::MAX);
+            let prefix = matches!(p.literals(), Literals::Prefixes { .. });
+            if matches!(p.literals(), Literals::None) {
+                always.push(n);
+                continue;
+            }
+            for lit in p.literals().all() {
+                let slot = *index.entry(lit.clone()).or_insert_with(|| {
+                    literals.push(lit.clone());
+                    owners.push(Vec::new());
+                    owners.len() - 1
+                });
+                if let Some(list) = owners.get_mut(slot) {
+                    list.push((n, prefix));
+                }
+            }
+        }
+        let prefilter = (!literals.is_empty())
+            .then(|| {
+                AhoCorasick::builder()
+                    .ascii_case_insensitive(true)
+                    .match_kind(MatchKind::Standard)
+                    .kind(Some(AhoCorasickKind::ContiguousNFA))
+                    .build(&literals)
+                    .ok()
+            })
+            .flatten();
+        Self { prefilter, owners, always }
+    }
+
+    /// Where each pattern may match in `text`.
+    pub(crate) fn scan(&self, text: &str) -> Candidates {
+        let mut starts: Vec<(u32, usize)> = Vec::new();
+        let mut anywhere = self.always.clone();
+        if let Some(ac) = &self.prefilter {
+            for m in ac.find_overlapping_iter(text) {
+                let at = m.start();
+                for &(p, prefix) in self.owners.get(m.pattern().as_usize()).map_or(&[][..], Vec::as_slice) {
+                    if prefix {
+                        starts.push((p, at));
+                    } else {
+                        anywhere.push(p);
+                    }
+                }
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        anywhere.sort_unstable();
+        anywhere.dedup();
+        let (patterns, offsets) = starts.into_iter().unzip();
+        Candidates { patterns, offsets, anywhere }
+    }
+}
+
+/// Whether `pattern` finds a value that counts in `text`, given where it may match:
+/// exactly what [`Pattern::fires_from`] over the whole text answers.
+///
+/// A search over the whole text meets matches leftmost first, each starting where the one
+/// before ended. When every match starts with a literal, the leftmost match at or after an
+/// offset starts at the first place a literal was found there from which an anchored search
+/// matches. So anchored searches from the places found, skipping those inside a match
+/// already seen, meet the same matches in the same order.
+///
+/// Cost: a pattern of bounded length reads at most about one pass over the rest of the
+/// text, either way. A pattern of unbounded length is searched from each place only when
+/// there are few enough places that searches of [`UNBOUNDED_READ`] bytes each would cost
+/// less than one pass; a text built so that each of those searches reads to its end costs
+/// up to `rest / 128` passes for that pattern. A hard bound there needs the point where an
+/// anchored search gave up, which the regex crate does not report.
+pub(crate) fn fires(pattern: &Pattern, text: &str, place: Where<'_>, placeholders: &Placeholders) -> bool {
+    let starts = match place {
+        Where::Nowhere => return false,
+        Where::Anywhere => return pattern.fires_from(text, 0, placeholders),
+        Where::From(starts) => starts,
+    };
+    let Some(&first) = starts.first() else { return false };
+    // A match starts at most `back` bytes before its literal.
+    let back = match pattern.literals() {
+        Literals::Prefixes { back, .. } => *back,
+        _ => 0,
+    };
+    let first = first.saturating_sub(back);
+    let rest = text.len().saturating_sub(first);
+    let searches = starts.len().saturating_mul(back + 1);
+    let read = pattern.max_len().unwrap_or(UNBOUNDED_READ);
+    let anchored = searches.saturating_mul(read.saturating_add(SEARCH_OVERHEAD)) <= rest;
+    if !anchored {
+        return pattern.fires_from(text, first, placeholders);
+    }
+    // `seen`: no match the whole-text search meets starts before it (the end of the last
+    // match that did not count); `tried`: the places before it have been searched from.
+    let (mut seen, mut tried) = (0, 0);
+    for &found in starts {
+        let mut at = found.saturating_sub(back).max(tried);
+        while at <= found {
+            if at >= seen && text.is_char_boundary(at) {
+                match pattern.fires_at(text, at, placeholders) {
+                    Verdict::Counts => return true,
+                    Verdict::Skip(end) => seen = end,
+                    Verdict::NoMatch => {}
+                }
+            }
+            at += 1;
+        }
+        tried = tried.max(found + 1);
+    }
+    false
+}
+
+/// What an anchored search from one place found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// A match whose value counts.
+    Counts,
+    /// A match whose value does not count, ending here.
+    Skip(usize),
+    /// No match starts here.
+    NoMatch,
+}
