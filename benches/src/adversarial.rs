@@ -13,7 +13,7 @@ impl Rng {
         Self(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -23,11 +23,11 @@ impl Rng {
 
     /// A number in `0..n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
+        (0..n).map(|_| self.next_u64() as u8).collect()
     }
 
     /// `n` characters drawn from `alphabet`.
@@ -41,7 +41,10 @@ pub const ALNUM: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 const HEX: &str = "0123456789abcdef";
 
 /// The kinds, by name: each a function from a seed to about `bytes` of text.
-pub const KINDS: &[(&str, fn(&mut Rng, usize) -> String)] = &[
+/// Makes a text of one kind, of about the given size.
+pub type Kind = fn(&mut Rng, usize) -> String;
+
+pub const KINDS: &[(&str, Kind)] = &[
     ("prose", prose),
     ("base64_line", base64_line),
     ("base64_wrapped", base64_wrapped),
@@ -107,7 +110,7 @@ fn base64(data: &[u8]) -> String {
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
-                out.push(char::from(TABLE[((n >> (18 - 6 * i)) & 63) as usize]));
+                out.extend(TABLE.get(((n >> (18 - 6 * i)) & 63) as usize).map(|&b| char::from(b)));
             } else {
                 out.push('=');
             }
@@ -176,7 +179,7 @@ pub fn json_ids(rng: &mut Rng, bytes: usize) -> String {
         );
         out.push_str(&format!(
             "{{\"id\":\"{uuid}\",\"user_id\":{},\"org_id\":\"org_{}\",\"request_id\":\"req_{}\",\"etag\":\"{}\",\"key\":\"{}\"}},\n",
-            rng.next() % 10_000_000,
+            rng.next_u64() % 10_000_000,
             rng.chars(ALNUM, 24),
             rng.chars(HEX, 32),
             rng.chars(HEX, 40),
