@@ -4,6 +4,10 @@
 //! quarantined: for an hour it can neither send nor receive. The text itself is remembered
 //! for seven days and refused on sight wherever it shows up again. An admin can lift a
 //! quarantine or forget a text.
+//!
+//! A quarantine is put on a session ([`AgentId`]) and holds its agent ([`AgentKey`]): once
+//! the key of the quarantined session is known, every process of the same agent is held
+//! with it, so restarting the harness does not escape it.
 
 use core::fmt;
 use core::time::Duration;
@@ -12,7 +16,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::fingerprint::{Fingerprints, TextMemory};
-use crate::message::{Agent, AgentId, Hop, MessageId};
+use crate::message::{Agent, AgentId, AgentKey, Hop, MessageId};
 use crate::time::Timestamp;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,6 +57,11 @@ pub struct Quarantine {
     /// The refused message that put it there, or `None` when an admin did.
     pub message: Option<MessageId>,
     pub reason: String,
+    /// The agent the quarantined session is a process of, once known: every session with
+    /// this key is held too. `None` for a session never seen (an admin's quarantine of an
+    /// id from elsewhere) and in databases from before agent keys, until it is seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<AgentKey>,
 }
 
 /// A refused text, remembered.
@@ -83,12 +92,27 @@ impl Containment {
     }
 
     /// The live quarantine that holds `agent`: its own, or that of a session it runs inside
-    /// (ID6), with the id it was put on.
+    /// (ID6), with the id of the session in `agent`'s chain that it holds. A quarantine holds
+    /// a session by its id and, through its key, every other process of the same agent.
     pub fn quarantine_within(&self, now: Timestamp, agent: &Agent) -> Option<(AgentId, &Quarantine)> {
         if let Some(q) = self.quarantine_of(now, &agent.id) {
             return Some((agent.id.clone(), q));
         }
-        self.quarantined.iter().find(|(id, q)| q.until > now && agent.is_within(id)).map(|(id, q)| (id.clone(), q))
+        let live = || self.quarantined.iter().filter(|(_, q)| q.until > now);
+        if let Some((id, q)) = live().find(|(id, _)| agent.is_within(id)) {
+            return Some((id.clone(), q));
+        }
+        agent
+            .keyed_chain()
+            .find_map(|(id, key)| live().find(|(_, q)| q.key.as_ref() == Some(&key)).map(|(_, q)| (id, q)))
+    }
+
+    /// The agent `session` is a process of is `key`: a quarantine put on it before its key
+    /// was known now holds that agent.
+    pub fn bind_key(&mut self, session: &AgentId, key: &AgentKey) {
+        if let Some(q) = self.quarantined.get_mut(session).filter(|q| q.key.is_none()) {
+            q.key = Some(key.clone());
+        }
     }
 
     /// The remembered refusal this text matches, if any (CT2).
@@ -98,11 +122,13 @@ impl Containment {
 
     /// Contain refused forwarded text: quarantine every agent on `path` except `spared` (the
     /// recipient, which never saw it) and remember the text. Returns who was quarantined.
+    /// `key_of` gives the agent of a session on the path, where it is known.
     pub fn contain(
         &mut self,
         now: Timestamp,
         path: &[Hop],
         spared: &AgentId,
+        key_of: impl Fn(&AgentId) -> Option<AgentKey>,
         prints: &Fingerprints,
         refusal: Remembered,
     ) -> Vec<(AgentId, Quarantine)> {
@@ -111,7 +137,8 @@ impl Containment {
             format!("forwarded text refused by rule `{}`: {}", refusal.rule, refusal.reason.trim_end_matches('.'));
         let mut held = Vec::new();
         for hop in path.iter().filter(|h| &h.agent != spared) {
-            let q = Quarantine { until, message: Some(refusal.message), reason: reason.clone() };
+            let key = key_of(&hop.agent);
+            let q = Quarantine { until, message: Some(refusal.message), reason: reason.clone(), key };
             if self.quarantined.get(&hop.agent).is_none_or(|old| old.until < until) {
                 self.quarantined.insert(hop.agent.clone(), q.clone());
                 held.push((hop.agent.clone(), q));
@@ -128,16 +155,35 @@ impl Containment {
         }
     }
 
-    /// An admin's quarantine (AM2), for `duration`.
-    pub fn quarantine(&mut self, now: Timestamp, agent: AgentId, duration: Duration, reason: String) -> Quarantine {
-        let q = Quarantine { until: now + duration, message: None, reason };
+    /// An admin's quarantine (AM2), for `duration`, of the session `agent` and, when `key`
+    /// is known, of every process of its agent.
+    pub fn quarantine(
+        &mut self,
+        now: Timestamp,
+        agent: AgentId,
+        key: Option<AgentKey>,
+        duration: Duration,
+        reason: String,
+    ) -> Quarantine {
+        let q = Quarantine { until: now + duration, message: None, reason, key };
         self.quarantined.insert(agent, q.clone());
         q
     }
 
-    /// Lift a quarantine (CT3). Returns whether there was one.
-    pub fn lift(&mut self, agent: &AgentId) -> bool {
-        self.quarantined.remove(agent).is_some()
+    /// Lift a quarantine (CT3): that of the session `agent` and every one that holds its
+    /// agent `key`, so naming any process of a quarantined agent releases it. Returns the
+    /// sessions released.
+    pub fn lift(&mut self, agent: &AgentId, key: Option<&AgentKey>) -> Vec<AgentId> {
+        let released: Vec<AgentId> = self
+            .quarantined
+            .iter()
+            .filter(|(id, q)| *id == agent || (key.is_some() && q.key.as_ref() == key))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in &released {
+            self.quarantined.remove(id);
+        }
+        released
     }
 
     /// Forget a remembered text (CT3). Returns whether it was remembered.

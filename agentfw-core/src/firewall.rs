@@ -24,12 +24,13 @@ use rand_core::CryptoRng;
 use serde::{Deserialize, Serialize};
 
 use crate::admission::{Admission, AdmissionConfig, Component, ComponentId, GateVerdict, Inventory, Mode, Score};
+use crate::agents::Agents;
 use crate::containment::{Containment, ContainmentConfig, Quarantine, Remembered, TextId};
 use crate::decode::{decode, decoded_view};
 use crate::fence::{Fenced, fence, sanitize};
 use crate::fingerprint::Fingerprints;
 use crate::limits::{Attempt, Check, Limits, LimitsConfig, ThreadNote, Trip};
-use crate::message::{Agent, AgentId, MessageId, ThreadId};
+use crate::message::{Agent, AgentId, AgentKey, MessageId, ThreadId};
 use crate::normalize::fold;
 use crate::policy::{MessageView, NoRules, Outcome, RuleVerdict, Rules, Stage, ThreadView, Verdict as Effect};
 use crate::provenance::{Ledger, LedgerConfig, Provenance, Reading, Text};
@@ -357,6 +358,9 @@ pub struct State {
     /// Pairs an admin disconnected (AM2). A short list: admins disconnect pairs one by one.
     #[serde(default)]
     disconnected: Vec<Disconnection>,
+    /// The agent of each session seen, for what is kept per agent (containment, limits).
+    #[serde(default)]
+    agents: Agents,
     events: VecDeque<Event>,
 }
 
@@ -400,6 +404,7 @@ impl Firewall {
             limits: Limits::new(config.limits.clone()),
             admission: Admission::new(config.admission.clone()),
             disconnected: Vec::new(),
+            agents: Agents::default(),
             events: VecDeque::new(),
             config,
         })
@@ -481,7 +486,7 @@ impl Firewall {
             }
             Input::Deliver(message) => self.deliver(now, rng, message),
             Input::HumanTurn(agent) => {
-                self.state.limits.human_turn(&agent);
+                self.state.limits.human_turn(&self.state.agents.key_or_session(&agent));
                 self.state.events.push_back(Event::TurnReset { agent });
                 Output::Done
             }
@@ -497,6 +502,8 @@ impl Firewall {
     }
 
     fn send(&mut self, now: Timestamp, id: MessageId, out: Outgoing) -> Output {
+        self.learn(now, &out.from);
+        self.learn(now, &out.to);
         let size = out.body.len();
         let s = &self.state;
         let early = if size > s.config.max_message_bytes {
@@ -564,12 +571,15 @@ impl Firewall {
             self.contain(now, id, &judged, &out.to.id, prints, &rule, &reason);
             return self.refuse_send(now, id, &out, size, judged.hops, Reason::rule(rule, reason));
         }
-        let within: Vec<AgentId> = out.from.within.iter().map(|e| e.id.clone()).collect();
+        let within: Vec<AgentKey> = out.from.enclosing().map(|e| e.key()).collect();
+        let (agent, to_agent) = (out.from.key(), out.to.key());
         let attempt = Attempt {
             id,
             from: &out.from.id,
-            within: &within,
             to: &out.to.id,
+            agent: &agent,
+            within: &within,
+            to_agent: &to_agent,
             thread,
             folded: &folded,
             whole: prints.whole,
@@ -612,6 +622,8 @@ impl Firewall {
     }
 
     fn deliver(&mut self, now: Timestamp, rng: &mut impl CryptoRng, m: Accepted) -> Output {
+        self.learn(now, &m.from);
+        self.learn(now, &m.to);
         let id = m.id;
         if let Some((until, reason)) = self.contained(now, &m.to, &m.from, "the sender") {
             self.record_delivery(now, &m, Verdict::Hold, Some(reason.clone()));
@@ -680,7 +692,7 @@ impl Firewall {
         let refused_forwarded = self.refused_forwarded(&view, decoded_body.as_deref());
         self.state.ledger.record(now, &m.to.id, text, m.provenance.clone(), refused_forwarded);
         let fenced = fence(&m.from.header_label(), id, &body, rng);
-        self.state.limits.record_delivery(now, &m.to.id, m.turn);
+        self.state.limits.record_delivery(now, &m.to.key(), m.turn);
         self.record_delivery(now, &m, Verdict::Allow, None);
         Output::Delivered { delivery: Delivery { message: m, fenced }, warnings }
     }
@@ -872,7 +884,9 @@ impl Firewall {
         }
         let text = TextId(prints.whole);
         let refusal = Remembered { text, message: id, rule: rule.to_owned(), reason: reason.to_owned() };
-        let held = self.state.containment.contain(now, &provenance.path, spared, prints, refusal);
+        let agents = &self.state.agents;
+        let held =
+            self.state.containment.contain(now, &provenance.path, spared, |id| agents.key_of(id), prints, refusal);
         let events = &mut self.state.events;
         events.extend(held.into_iter().map(|(agent, quarantine)| Event::Quarantined { agent, quarantine }));
         events.push_back(Event::Remembered {
@@ -882,6 +896,14 @@ impl Firewall {
             reason: reason.to_owned(),
             prints: prints.clone(),
         });
+    }
+
+    /// Note which agent `agent` and the sessions it runs inside are processes of; a
+    /// quarantine put on one of them before now holds its agent from here on.
+    fn learn(&mut self, now: Timestamp, agent: &Agent) {
+        for (id, key) in self.state.agents.learn(now, agent) {
+            self.state.containment.bind_key(&id, &key);
+        }
     }
 
     fn refuse_send(
@@ -935,11 +957,14 @@ impl Firewall {
         let s = &mut self.state;
         match action {
             AdminAction::Quarantine { agent, seconds, reason } => {
-                let q = s.containment.quarantine(now, agent.clone(), core::time::Duration::from_secs(seconds), reason);
+                let key = s.agents.key_of(&agent);
+                let duration = core::time::Duration::from_secs(seconds);
+                let q = s.containment.quarantine(now, agent.clone(), key, duration, reason);
                 s.events.push_back(Event::Quarantined { agent, quarantine: q });
             }
             AdminAction::LiftQuarantine { agent } => {
-                if s.containment.lift(&agent) {
+                let key = s.agents.key_of(&agent);
+                for agent in s.containment.lift(&agent, key.as_ref()) {
                     s.events.push_back(Event::Released { agent });
                 }
             }
@@ -950,7 +975,7 @@ impl Firewall {
             }
             AdminAction::Allow { a, b } => {
                 for agent in [a, b] {
-                    s.limits.human_turn(&agent);
+                    s.limits.human_turn(&s.agents.key_or_session(&agent));
                     s.events.push_back(Event::TurnReset { agent });
                 }
             }
@@ -981,6 +1006,7 @@ impl Firewall {
         s.ledger.expire(now);
         s.limits.expire(now);
         s.admission.expire(now);
+        s.agents.expire(now, s.config.containment.remember);
         for agent in s.containment.expire(now) {
             s.events.push_back(Event::Released { agent });
         }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod agents;
 pub mod containment;
 pub mod decode;
 pub mod fence;

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::message::{AgentId, MessageId, ThreadId};
+use crate::message::{AgentId, AgentKey, MessageId, ThreadId};
 use crate::time::Timestamp;
 
 pub mod wake;
@@ -174,11 +174,19 @@ impl fmt::Display for Trip {
 #[derive(Clone, Copy, Debug)]
 pub struct Attempt<'a> {
     pub id: MessageId,
+    /// The sending session, for threads (DL3).
     pub from: &'a AgentId,
-    /// The sessions `from` runs inside (ID6): the message counts against each of them too,
-    /// so starting nested sessions never multiplies an agent's rate, fan-out or turns.
-    pub within: &'a [AgentId],
+    /// The receiving session, for threads.
     pub to: &'a AgentId,
+    /// The sending agent: rate, fan-out, turns and loop signals count per agent, so a
+    /// restarted harness keeps its counts for the window.
+    pub agent: &'a AgentKey,
+    /// The agents of the sessions `from` runs inside (ID6): the message counts against each
+    /// of them too, so starting nested sessions never multiplies an agent's rate, fan-out or
+    /// turns.
+    pub within: &'a [AgentKey],
+    /// The receiving agent.
+    pub to_agent: &'a AgentKey,
     /// The thread, from [`Limits::thread_for`].
     pub thread: ThreadId,
     /// The folded text, for loop signals.
@@ -219,7 +227,7 @@ pub struct ThreadNote {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct AgentState {
     /// (when, to whom, whole-text fingerprint) of each accepted send, oldest first.
-    sent: VecDeque<(Timestamp, AgentId, u64)>,
+    sent: VecDeque<(Timestamp, AgentKey, u64)>,
     /// Highest turn received since a person last spoke in this session.
     chain: u32,
     last_active: Timestamp,
@@ -227,7 +235,7 @@ struct AgentState {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct LastMessage {
-    from: AgentId,
+    from: AgentKey,
     at: Timestamp,
     grams: Vec<u32>,
     ack: bool,
@@ -251,10 +259,12 @@ struct Tracked {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Limits {
     config: LimitsConfig,
-    agents: HashMap<AgentId, AgentState>,
-    /// The last message between each pair, keyed by the two ids in order.
+    /// By agent key. Databases from before agent keys hold session ids here: those counts
+    /// stay with that session and age out with their window.
+    agents: HashMap<AgentKey, AgentState>,
+    /// The last message between each pair of agents, keyed by the two keys in order.
     #[serde(with = "pairs_as_list")]
-    pairs: HashMap<(AgentId, AgentId), LastMessage>,
+    pairs: HashMap<(AgentKey, AgentKey), LastMessage>,
     threads: HashMap<ThreadId, ThreadState>,
     /// Accepted messages by id (ULIDs sort by time, so expiry trims from the front).
     messages: BTreeMap<MessageId, Tracked>,
@@ -280,7 +290,7 @@ impl Limits {
 
     /// Would this message pass every limit? Changes nothing but a thread's `noted` flag.
     pub fn check(&mut self, now: Timestamp, attempt: &Attempt<'_>) -> Check {
-        let &Attempt { from, within, to, thread, folded, whole, .. } = attempt;
+        let &Attempt { agent: from, within, to_agent: to, thread, folded, whole, .. } = attempt;
         let c = &self.config;
         let state = self.agents.get(from);
         let sent = || state.into_iter().flat_map(|s| s.sent.iter());
@@ -292,7 +302,7 @@ impl Limits {
             if state.sent.iter().filter(|(at, _, _)| at.as_millis() > rate_since).count() >= c.rate {
                 return refuse(Trip::Rate { limit: c.rate, window_secs: c.rate_window.as_secs() });
             }
-            let mut reached: Vec<&AgentId> =
+            let mut reached: Vec<&AgentKey> =
                 state.sent.iter().filter(|(at, _, _)| at.as_millis() > fan_since).map(|(_, a, _)| a).collect();
             reached.sort();
             reached.dedup();
@@ -370,16 +380,16 @@ impl Limits {
 
     /// Count a message the firewall accepted.
     pub fn record_send(&mut self, now: Timestamp, attempt: &Attempt<'_>, admit: Admit) {
-        let &Attempt { id, from, within, to, whole, .. } = attempt;
+        let &Attempt { id, from, to, agent: sender_key, within, to_agent, whole, .. } = attempt;
         let keep = millis(self.config.rate_window.max(self.config.fan_out_window).max(self.config.repeat_window));
-        for sender in core::iter::once(from).chain(within) {
+        for sender in core::iter::once(sender_key).chain(within) {
             let agent = self.agents.entry(sender.clone()).or_default();
-            agent.sent.push_back((now, to.clone(), whole));
+            agent.sent.push_back((now, to_agent.clone(), whole));
             trim(&mut agent.sent, now, keep);
             agent.last_active = now;
         }
-        self.pairs
-            .insert(pair(from, to), LastMessage { from: from.clone(), at: now, grams: admit.grams, ack: admit.ack });
+        let last = LastMessage { from: sender_key.clone(), at: now, grams: admit.grams, ack: admit.ack };
+        self.pairs.insert(pair(sender_key, to_agent), last);
         let thread = self.threads.entry(admit.thread).or_default();
         thread.count = thread.count.saturating_add(1);
         for a in [from, to] {
@@ -393,15 +403,15 @@ impl Limits {
         self.messages.insert(id, Tracked { thread: admit.thread, from: from.clone(), to: to.clone() });
     }
 
-    /// `to` received a message at `turn` in its chain.
-    pub fn record_delivery(&mut self, now: Timestamp, to: &AgentId, turn: u32) {
+    /// The agent `to` received a message at `turn` in its chain.
+    pub fn record_delivery(&mut self, now: Timestamp, to: &AgentKey, turn: u32) {
         let agent = self.agents.entry(to.clone()).or_default();
         agent.chain = agent.chain.max(turn);
         agent.last_active = now;
     }
 
-    /// A person spoke in `agent`'s session: its chain starts again (LM2).
-    pub fn human_turn(&mut self, agent: &AgentId) {
+    /// A person spoke in a session of `agent`: its chain starts again (LM2).
+    pub fn human_turn(&mut self, agent: &AgentKey) {
         if let Some(a) = self.agents.get_mut(agent) {
             a.chain = 0;
         }
@@ -435,7 +445,7 @@ impl Limits {
     }
 
     /// The chain each agent is at, for status displays.
-    pub fn turn_of(&self, agent: &AgentId) -> u32 {
+    pub fn turn_of(&self, agent: &AgentKey) -> u32 {
         self.agents.get(agent).map_or(0, |a| a.chain)
     }
 }
@@ -446,16 +456,16 @@ mod pairs_as_list {
 
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use super::{AgentId, LastMessage};
+    use super::{AgentKey, LastMessage};
 
-    type Pairs = HashMap<(AgentId, AgentId), LastMessage>;
+    type Pairs = HashMap<(AgentKey, AgentKey), LastMessage>;
 
     pub fn serialize<S: Serializer>(pairs: &Pairs, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(pairs.iter())
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Pairs, D::Error> {
-        Ok(Vec::<((AgentId, AgentId), LastMessage)>::deserialize(d)?.into_iter().collect())
+        Ok(Vec::<((AgentKey, AgentKey), LastMessage)>::deserialize(d)?.into_iter().collect())
     }
 }
 
@@ -467,14 +477,14 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn trim(sent: &mut VecDeque<(Timestamp, AgentId, u64)>, now: Timestamp, keep: u64) {
+fn trim(sent: &mut VecDeque<(Timestamp, AgentKey, u64)>, now: Timestamp, keep: u64) {
     let since = now.as_millis().saturating_sub(keep);
     while sent.front().is_some_and(|(at, _, _)| at.as_millis() <= since) {
         sent.pop_front();
     }
 }
 
-fn pair(a: &AgentId, b: &AgentId) -> (AgentId, AgentId) {
+fn pair(a: &AgentKey, b: &AgentKey) -> (AgentKey, AgentKey) {
     if a <= b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) }
 }
 

@@ -107,6 +107,34 @@ impl fmt::Display for AgentId {
     }
 }
 
+/// The agent behind a session, across its processes: harness kind, machine and project,
+/// then the same for each session it runs inside (ID6). Containment and limits are kept by
+/// this key, so a quarantined agent stays quarantined, and a limited one limited, when its
+/// harness is started again in the same folder; [`AgentId`] stays the key of one session
+/// (delivery, the audit log). Two folders of the same name on one machine share a key, as
+/// they share a label: what people cannot tell apart is held as one agent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentKey(String);
+
+impl AgentKey {
+    /// The key of a session whose agent is not known: its own id, marked so that it cannot
+    /// equal an agent's key (those start with a quote).
+    pub fn session(id: &AgentId) -> Self {
+        Self(format!("session {id}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for AgentKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// One agent session as rules and people see it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Agent {
@@ -200,6 +228,22 @@ impl Agent {
     /// `host`?
     pub fn is_within(&self, host: &AgentId) -> bool {
         self.chain().any(|id| id.is_session_of(host) || host.is_session_of(id))
+    }
+
+    /// The [`AgentKey`] of the agent this session is a process of. Each part is quoted, so
+    /// no choice of names makes two different agents' keys equal.
+    pub fn key(&self) -> AgentKey {
+        let mut key = format!("{:?}@{:?}:{:?}", self.kind, self.machine, self.project);
+        for e in &self.within {
+            key.push_str(&format!(" in {:?}:{:?}", e.kind, e.project));
+        }
+        AgentKey(key)
+    }
+
+    /// The keys of this session's chain (its own, then each it runs inside, nearest first),
+    /// with the session id each belongs to.
+    pub fn keyed_chain(&self) -> impl Iterator<Item = (AgentId, AgentKey)> + '_ {
+        core::iter::once((self.id.clone(), self.key())).chain(self.enclosing().map(|e| (e.id.clone(), e.key())))
     }
 
     /// The same agent as a hop on a provenance path.

@@ -1,0 +1,57 @@
+//! Which agent each session is a process of: the [`AgentKey`] of every [`AgentId`] the
+//! firewall has seen.
+//!
+//! Admin actions, harness hooks and provenance paths name sessions by id; containment and
+//! limits keep their state by agent key. The adapter passes whole [`Agent`]s with each
+//! message, so the firewall learns the key of every session that sends or receives, and of
+//! every session those run inside (ID6), and looks it up when it is only given the id.
+//! A session not seen for as long as text is remembered is forgotten; its id then stands
+//! for itself alone.
+
+use core::time::Duration;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{Agent, AgentId, AgentKey};
+use crate::time::Timestamp;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Seen {
+    key: AgentKey,
+    at: Timestamp,
+}
+
+/// The agent key of each session seen, with when it was last seen.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Agents {
+    seen: BTreeMap<AgentId, Seen>,
+}
+
+impl Agents {
+    /// Note `agent` and the sessions it runs inside; returns each (session, key) noted.
+    pub fn learn(&mut self, now: Timestamp, agent: &Agent) -> Vec<(AgentId, AgentKey)> {
+        let chain: Vec<(AgentId, AgentKey)> = agent.keyed_chain().collect();
+        for (id, key) in &chain {
+            self.seen.insert(id.clone(), Seen { key: key.clone(), at: now });
+        }
+        chain
+    }
+
+    /// The agent `session` is a process of, if it has been seen.
+    pub fn key_of(&self, session: &AgentId) -> Option<AgentKey> {
+        self.seen.get(session).map(|s| s.key.clone())
+    }
+
+    /// The agent `session` is a process of, or, for a session never seen, a key that
+    /// stands for that session alone (it cannot equal the key of any [`Agent`]).
+    pub fn key_or_session(&self, session: &AgentId) -> AgentKey {
+        self.key_of(session).unwrap_or_else(|| AgentKey::session(session))
+    }
+
+    /// Forget sessions not seen for `keep`.
+    pub fn expire(&mut self, now: Timestamp, keep: Duration) {
+        self.seen.retain(|_, s| now.since(s.at) < keep);
+    }
+}
