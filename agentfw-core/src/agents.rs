@@ -30,13 +30,17 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// Note `agent` and the sessions it runs inside; returns each (session, key) noted.
+    /// Note `agent` and the sessions it runs inside; returns the (session, key) of each
+    /// seen for the first time, or now known as another agent.
     pub fn learn(&mut self, now: Timestamp, agent: &Agent) -> Vec<(AgentId, AgentKey)> {
-        let chain: Vec<(AgentId, AgentKey)> = agent.keyed_chain().collect();
-        for (id, key) in &chain {
-            self.seen.insert(id.clone(), Seen { key: key.clone(), at: now });
+        let mut new = Vec::new();
+        for (id, key) in agent.keyed_chain() {
+            let seen = Seen { key: key.clone(), at: now };
+            if self.seen.insert(id.clone(), seen).is_none_or(|old| old.key != key) {
+                new.push((id, key));
+            }
         }
-        chain
+        new
     }
 
     /// The agent `session` is a process of, if it has been seen.

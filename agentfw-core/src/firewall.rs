@@ -247,6 +247,10 @@ pub enum Input {
     Deliver(Accepted),
     /// A person spoke in this agent's session (seen through the harness hooks).
     HumanTurn(AgentId),
+    /// An agent session is known to the adapter (e.g. kept in its database): note which
+    /// agent it is a process of, so what was put on the session id before (a quarantine,
+    /// counts saved before agent keys) holds its agent. Sending and receiving note it too.
+    Seen(Agent),
     Admin(AdminAction),
     /// Time passed: expire what is due.
     Timeout,
@@ -457,6 +461,11 @@ impl Firewall {
         &self.state.disconnected
     }
 
+    /// Which agent each session seen is a process of.
+    pub fn agents(&self) -> &Agents {
+        &self.state.agents
+    }
+
     /// The admission gate: its settings, inventory, verdicts and previews.
     pub fn admission(&self) -> &Admission {
         &self.state.admission
@@ -485,6 +494,10 @@ impl Firewall {
                 self.send(now, id, outgoing)
             }
             Input::Deliver(message) => self.deliver(now, rng, message),
+            Input::Seen(agent) => {
+                self.learn(now, &agent);
+                Output::Done
+            }
             Input::HumanTurn(agent) => {
                 self.state.limits.human_turn(&self.state.agents.key_or_session(&agent));
                 self.state.events.push_back(Event::TurnReset { agent });
@@ -545,7 +558,7 @@ impl Firewall {
         let decoded_body = decoded_view(&body, &decoded);
         let trace = self.state.ledger.trace(now, &out.from, &out.to, &text);
         let provenance = trace.provenance.clone();
-        let thread = match self.state.limits.thread_for(id, &out.from.id, out.reply_to) {
+        let thread = match self.state.limits.thread_for(id, &out.from.key(), out.reply_to) {
             Ok(t) => t,
             Err(trip) => return self.refuse_send(now, id, &out, size, provenance.hops, Reason::trip(&trip)),
         };
@@ -594,7 +607,7 @@ impl Firewall {
         warnings.extend(admit.warnings.iter().map(Reason::trip));
         let turn = admit.turn;
         self.state.limits.record_send(now, &attempt, admit);
-        self.state.ledger.sent(&out.from.id, &out.to.id, trace);
+        self.state.ledger.sent(&out.from.key(), &out.to.key(), trace);
         let message = Accepted {
             id,
             from: out.from,
@@ -690,7 +703,7 @@ impl Firewall {
             return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
         }
         let refused_forwarded = self.refused_forwarded(&view, decoded_body.as_deref());
-        self.state.ledger.record(now, &m.to.id, text, m.provenance.clone(), refused_forwarded);
+        self.state.ledger.record(now, &m.to.key(), text, m.provenance.clone(), refused_forwarded);
         let fenced = fence(&m.from.header_label(), id, &body, rng);
         self.state.limits.record_delivery(now, &m.to.key(), m.turn);
         self.record_delivery(now, &m, Verdict::Allow, None);
@@ -898,11 +911,14 @@ impl Firewall {
         });
     }
 
-    /// Note which agent `agent` and the sessions it runs inside are processes of; a
-    /// quarantine put on one of them before now holds its agent from here on.
+    /// Note which agent `agent` and the sessions it runs inside are processes of. On first
+    /// sight of a session, a quarantine put on it before now holds its agent from here on,
+    /// and what a state saved before agent keys counted under its id is its agent's.
     fn learn(&mut self, now: Timestamp, agent: &Agent) {
         for (id, key) in self.state.agents.learn(now, agent) {
             self.state.containment.bind_key(&id, &key);
+            self.state.limits.adopt(&id, &key);
+            self.state.ledger.adopt(&id, &key);
         }
     }
 

@@ -248,11 +248,12 @@ struct ThreadState {
     noted: bool,
 }
 
+/// A message's thread and the agents at its two ends: any process of either may reply.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Tracked {
     thread: ThreadId,
-    from: AgentId,
-    to: AgentId,
+    from: AgentKey,
+    to: AgentKey,
 }
 
 /// The counters behind every limit, all bounded in time.
@@ -356,7 +357,7 @@ impl Limits {
 
     /// The thread a message `id` from `from` joins: the thread of the message it replies to,
     /// which `from` must have sent or received, or a new one named after `id` (DL3).
-    pub fn thread_for(&self, id: MessageId, from: &AgentId, reply_to: Option<MessageId>) -> Result<ThreadId, Trip> {
+    pub fn thread_for(&self, id: MessageId, from: &AgentKey, reply_to: Option<MessageId>) -> Result<ThreadId, Trip> {
         let Some(r) = reply_to else { return Ok(id) };
         match self.messages.get(&r) {
             Some(t) if &t.from == from || &t.to == from => Ok(t.thread),
@@ -400,7 +401,43 @@ impl Limits {
         while self.messages.len() >= self.config.max_tracked_messages.max(1) {
             self.messages.pop_first();
         }
-        self.messages.insert(id, Tracked { thread: admit.thread, from: from.clone(), to: to.clone() });
+        let tracked = Tracked { thread: admit.thread, from: sender_key.clone(), to: to_agent.clone() };
+        self.messages.insert(id, tracked);
+    }
+
+    /// `key` is the agent of the session `id`: counts a state saved before agent keys kept
+    /// under the bare session id ([`AgentKey::legacy`]) are the agent's from now on, so an
+    /// upgraded daemon keeps its limits.
+    pub fn adopt(&mut self, id: &AgentId, key: &AgentKey) {
+        let legacy = AgentKey::legacy(id);
+        if let Some(old) = self.agents.remove(&legacy) {
+            let agent = self.agents.entry(key.clone()).or_default();
+            agent.sent.extend(old.sent);
+            agent.sent.make_contiguous().sort_by_key(|(at, _, _)| *at);
+            agent.chain = agent.chain.max(old.chain);
+            agent.last_active = agent.last_active.max(old.last_active);
+        }
+        for (_, to, _) in self.agents.values_mut().flat_map(|a| a.sent.iter_mut()) {
+            if *to == legacy {
+                to.clone_from(key);
+            }
+        }
+        let pairs: Vec<(AgentKey, AgentKey)> =
+            self.pairs.keys().filter(|(a, b)| *a == legacy || *b == legacy).cloned().collect();
+        for (a, b) in pairs {
+            if let Some(mut last) = self.pairs.remove(&(a.clone(), b.clone())) {
+                let rekey = |k: AgentKey| if k == legacy { key.clone() } else { k };
+                last.from = rekey(last.from);
+                self.pairs.insert(pair(&rekey(a), &rekey(b)), last);
+            }
+        }
+        for t in self.messages.values_mut() {
+            for end in [&mut t.from, &mut t.to] {
+                if *end == legacy {
+                    end.clone_from(key);
+                }
+            }
+        }
     }
 
     /// The agent `to` received a message at `turn` in its chain.

@@ -124,6 +124,13 @@ impl AgentKey {
         Self(format!("session {id}"))
     }
 
+    /// The key a state saved before agent keys used for `id`: the bare session id. What
+    /// is found under it belongs to the agent of `id` once that is known
+    /// ([`crate::firewall::Input::Seen`]); it cannot equal an agent's or a session's key.
+    pub fn legacy(id: &AgentId) -> Self {
+        Self(id.as_str().to_owned())
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

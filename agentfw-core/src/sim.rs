@@ -86,7 +86,8 @@ impl<R: CryptoRng> Sim<R> {
         &self.events
     }
 
-    fn input(&mut self, input: Input) -> Output {
+    /// Feed the firewall any input, collecting its events.
+    pub fn input(&mut self, input: Input) -> Output {
         let out = self.firewall.handle(self.now, &mut self.rng, input);
         while let Some(event) = self.firewall.poll_event() {
             self.events.push(event);

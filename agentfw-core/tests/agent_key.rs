@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use agentfw_core::firewall::{AdminAction, Config, Firewall, Output};
+use agentfw_core::firewall::{AdminAction, Config, Firewall, Input, Output, State};
 use agentfw_core::limits::LimitsConfig;
 use agentfw_core::message::{Agent, Enclosing};
 use agentfw_core::sim::Sim;
@@ -147,4 +147,48 @@ fn the_turn_fuse_counts_across_a_restart() {
     // A person speaking in the new session resets the agent's chain.
     sim.human(&second);
     assert_eq!(code(&sim.send(&second, &other, "merging now")), "accepted");
+}
+
+/// The state as a build from before agent keys saved it: the same JSON with every agent
+/// key a bare session id, no `agents` table and no `key` on quarantines.
+fn saved_before_agent_keys(fw: &Firewall, agents: &[&Agent]) -> State {
+    let mut json = serde_json::to_value(fw.snapshot()).unwrap();
+    let object = json.as_object_mut().unwrap();
+    object.remove("agents");
+    for q in object["containment"]["quarantined"].as_object_mut().unwrap().values_mut() {
+        q.as_object_mut().unwrap().remove("key");
+    }
+    let mut text = json.to_string();
+    for agent in agents {
+        let key = serde_json::to_string(&agent.key()).unwrap();
+        text = text.replace(&key, &serde_json::to_string(&agent.id).unwrap());
+    }
+    assert!(!text.contains("\\\"codex\\\"@"), "no agent key is left: {text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn a_state_saved_before_agent_keys_keeps_its_quarantines_and_counts() {
+    let limits = LimitsConfig { rate: 3, ..LimitsConfig::default() };
+    let mut old = sim(Config { limits, ..Config::default() });
+    let first = web(3100, 1_796_047_100_000);
+    let worker = Agent::new("cursor:5000:1796047000000", "cursor", "worker");
+    for i in 0..3 {
+        assert_eq!(code(&old.send(&first, &api(), &format!("update number {i} on the build"))), "accepted");
+    }
+    assert_eq!(code(&old.send(&worker, &api(), "the build is green")), "accepted");
+    old.admin(AdminAction::Quarantine { agent: worker.id.clone(), seconds: 3600, reason: "worm".into() });
+    let state = saved_before_agent_keys(&old.firewall, &[&first, &worker, &api()]);
+
+    let mut sim = Sim::new(Firewall::restore(state), old.now, ChaCha20Rng::seed_from_u64(8));
+    // The adapter tells the firewall the sessions it kept (the daemon: its `sessions` table).
+    for agent in [&first, &worker] {
+        sim.input(Input::Seen(agent.clone()));
+    }
+    let restarted_worker = Agent::new("cursor:5900:1796047400000", "cursor", "worker");
+    assert_eq!(code(&sim.send(&restarted_worker, &api(), "hello")), "containment.quarantined");
+    let restarted_web = web(3900, 1_796_047_400_000);
+    assert_eq!(code(&sim.send(&restarted_web, &api(), "a fresh start, or so it hopes")), "limit.rate");
+    sim.advance(Duration::from_secs(61));
+    assert_eq!(code(&sim.send(&restarted_web, &api(), "after the window")), "accepted");
 }

@@ -196,6 +196,10 @@ fn inputs_serialize_in_the_stable_journal_format() {
         ),
         (Input::HumanTurn(api.id.clone()), r#"{"input":"human_turn","data":"a2"}"#),
         (
+            Input::Seen(api.clone()),
+            r#"{"input":"seen","data":{"id":"a2","kind":"codex","project":"api","machine":""}}"#,
+        ),
+        (
             Input::Admin(AdminAction::LiftQuarantine { agent: api.id }),
             r#"{"input":"admin","data":{"action":"lift_quarantine","agent":"a2"}}"#,
         ),

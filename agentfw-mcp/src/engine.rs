@@ -236,7 +236,7 @@ impl Engine {
             relay: None,
         };
         engine.rebuild()?;
-        engine.load_sessions()?;
+        engine.load_sessions(now)?;
         Ok(engine)
     }
 

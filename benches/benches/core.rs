@@ -49,7 +49,13 @@ fn full_ledger(web: &Agent, api: &Agent) -> Ledger {
     let mut i = 0;
     while ledger.marks() < marks || ledger.len() < per_session {
         let text = distinct(i, if ledger.marks() < marks { 4096 } else { 64 });
-        ledger.record(now, &api.id, Text::new(&fold(&text), &[]), Provenance::first_hop(web.hop(), api.hop()), vec![]);
+        ledger.record(
+            now,
+            &api.key(),
+            Text::new(&fold(&text), &[]),
+            Provenance::first_hop(web.hop(), api.hop()),
+            vec![],
+        );
         i += 1;
     }
     ledger
@@ -75,7 +81,7 @@ fn ledger(c: &mut Criterion) {
         });
         let provenance = Provenance::first_hop(web.hop(), api.hop());
         g.bench_function(format!("deliver_record/{name}"), |b| {
-            b.iter(|| ledger.record(now, &api.id, text.clone(), provenance.clone(), vec![]))
+            b.iter(|| ledger.record(now, &api.key(), text.clone(), provenance.clone(), vec![]))
         });
         g.bench_function(format!("winnow/{name}"), |b| b.iter(|| winnow(black_box(&folded))));
         g.bench_function(format!("decode/{name}"), |b| b.iter(|| decode(black_box(&body))));

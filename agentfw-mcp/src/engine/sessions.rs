@@ -57,13 +57,34 @@ impl Session {
 }
 
 impl Engine {
-    pub(super) fn load_sessions(&mut self) -> Result<(), StoreError> {
+    /// The sessions kept in the database. The firewall is told the agent of each it does
+    /// not know (a state saved before agent keys, or one it has forgotten), so a quarantine
+    /// or counts kept under a session id hold every process of its agent.
+    pub(super) fn load_sessions(&mut self, now: Timestamp) -> Result<(), StoreError> {
         for stored in self.db.sessions()? {
             let mut session = Session::new(stored.identity, stored.last_seen);
             session.thread_id = stored.thread_id;
             self.sessions.insert(session.agent.id.clone(), session);
         }
-        Ok(())
+        let unknown: Vec<Agent> = self
+            .sessions
+            .values()
+            .filter(|s| self.fw.agents().key_of(&s.agent.id).is_none())
+            .map(|s| s.agent.clone())
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        self.tx(now, |e| {
+            for agent in unknown {
+                e.apply(now, Input::Seen(agent))?;
+            }
+            Ok(())
+        })
+        .map_err(|e| match e {
+            EngineError::Store(e) => e,
+            EngineError::Reply(body) => StoreError::Corrupt(body.message),
+        })
     }
 
     /// The caller's session, registered on first sight.

@@ -99,3 +99,30 @@ fn a_journal_entry_this_build_cannot_read_is_a_clear_error_not_a_loss() {
     assert!(e.contains("newer agentfw"), "{e}");
     assert!(e.contains("unknown variant `teleport`"), "{e}");
 }
+
+/// A quarantine an earlier build saved holds a session id only (it knew no agent keys).
+/// Opening the database tells the firewall the agent of each session kept in `sessions`,
+/// so a new process of that agent (its harness started again in the same folder) is held.
+#[test]
+fn a_quarantine_saved_before_agent_keys_holds_a_new_process_of_its_agent() {
+    let quarantine = r#"{"input":"admin","data":{"action":"quarantine","agent":"claude:4100:1699999000000","seconds":3600,"reason":"worm"}}"#;
+    let (_dir, home) = home_with_journal(&[quarantine]);
+    let identity = |pid: u32, started: u64| {
+        format!(
+            r#"{{"agent":"claude","pid":{pid},"started_at":{started},"exe":null,"cwd":"/srv/web","project":"web","label":"web (claude)","verified":true,"shared_host":false,"chain":[]}}"#
+        )
+    };
+    let db = rusqlite::Connection::open(home.db()).unwrap();
+    db.execute(
+        "INSERT INTO sessions (agent_id, identity, first_seen, last_seen) VALUES (?1, ?2, ?3, ?3)",
+        params!["claude:4100:1699999000000", identity(4100, 1_699_999_000_000), store::ms(at(0))],
+    )
+    .unwrap();
+    drop(db);
+    let engine = open(home).unwrap();
+    let restarted: Identity = serde_json::from_str(&identity(4200, 1_700_000_050_000)).unwrap();
+    let q = engine.fw.quarantine_for(at(101), &restarted.to_agent()).expect("the new process is held");
+    assert_eq!(q.reason, "worm");
+    let elsewhere = Agent { project: "docs".into(), ..restarted.to_agent() };
+    assert!(engine.fw.quarantine_for(at(101), &elsewhere).is_none(), "another folder is another agent");
+}
