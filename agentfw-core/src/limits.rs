@@ -485,6 +485,12 @@ impl Limits {
     pub fn turn_of(&self, agent: &AgentKey) -> u32 {
         self.agents.get(agent).map_or(0, |a| a.chain)
     }
+
+    /// Messages `agent` sent in the rate window before `now` (LM3), for status displays.
+    pub fn rate_of(&self, now: Timestamp, agent: &AgentKey) -> usize {
+        let since = now.as_millis().saturating_sub(millis(self.config.rate_window));
+        self.agents.get(agent).map_or(0, |a| a.sent.iter().filter(|(at, _, _)| at.as_millis() > since).count())
+    }
 }
 
 /// JSON maps need string keys; a pair of ids is stored as a list of entries instead.
@@ -621,6 +627,8 @@ pub fn is_ack_only(folded: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use rand_core::SeedableRng;
+
     use super::*;
 
     #[test]
@@ -636,6 +644,37 @@ mod tests {
         for t in ["yes", "no", "done", "ok, but the test on line 40 fails", "thanks; use port 8080", ""] {
             assert!(!is_ack_only(t), "{t}");
         }
+    }
+
+    #[test]
+    fn rate_of_counts_the_sends_in_the_rate_window() {
+        let mut limits = Limits::new(LimitsConfig::default());
+        let (web, api) = (AgentId::new("web"), AgentId::new("api"));
+        let (web_key, api_key) = (AgentKey::session(&web), AgentKey::session(&api));
+        let start = Timestamp::from_millis(1_000_000);
+        for (i, text) in ["first question", "second, different question"].iter().enumerate() {
+            let now = start + Duration::from_secs(30 * i as u64);
+            let id = MessageId::generate(now, &mut rand_chacha::ChaCha20Rng::from_seed([7; 32]));
+            let attempt = Attempt {
+                id,
+                from: &web,
+                to: &api,
+                agent: &web_key,
+                within: &[],
+                to_agent: &api_key,
+                thread: id,
+                folded: text,
+                whole: i as u64,
+            };
+            match limits.check(now, &attempt) {
+                Check::Admit(admit) => limits.record_send(now, &attempt, admit),
+                refused => unreachable!("{refused:?}"),
+            }
+        }
+        assert_eq!(limits.rate_of(start + Duration::from_secs(31), &web_key), 2);
+        // The first send leaves the 60-second window after a minute; the receiver sent nothing.
+        assert_eq!(limits.rate_of(start + Duration::from_secs(61), &web_key), 1);
+        assert_eq!(limits.rate_of(start + Duration::from_secs(31), &api_key), 0);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Every command that lowers protection — `allow`, `quarantine lift`, `block`/`unblock`,
 //! admission changes, the daemon's rule reload, `daemon --stop`, `daemon --relay`,
-//! `identity pin`, `install`, `uninstall`, `join`, `keys rotate` — runs only for a caller
+//! `identity pin`, `install`, `uninstall`, `join`, `keys rotate`, and `dashboard` (its page
+//! shows every agent's metadata, and with `--show-text` their messages) — runs only for a caller
 //! the core places positively outside every agent session ([`Placement::Person`], see
 //! [`agentfw_core::identity::placement`]). An agent (`admin.from_agent`) and anything that
 //! cannot be placed (`admin.unknown_caller`) are refused with what was seen. The daemon

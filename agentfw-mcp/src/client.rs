@@ -36,8 +36,8 @@ use serde_json::Value;
 
 use crate::home::Home;
 use crate::proto::{
-    self, AuditQuery, AuditResult, Done, ErrorBody, HelloResult, HookEvent, InboxResult, Op, Request, Response,
-    SendResult, StatusResult, TeamResult,
+    self, AuditQuery, AuditResult, DashboardResult, Done, ErrorBody, HelloResult, HookEvent, InboxResult, Op, Request,
+    Response, SendResult, StatusResult, TeamResult,
 };
 
 /// How long to wait for a daemon we started to answer.
@@ -242,6 +242,16 @@ impl Client {
 
     pub fn shutdown(&mut self) -> Result<Done, ClientError> {
         self.call(&Op::Shutdown {})
+    }
+
+    /// Serve the dashboard (or `stop` it); see [`Op::Dashboard`].
+    pub fn dashboard(
+        &mut self,
+        port: Option<u16>,
+        show_text: bool,
+        stop: bool,
+    ) -> Result<DashboardResult, ClientError> {
+        self.call(&Op::Dashboard { port, show_text, stop })
     }
 }
 

@@ -31,3 +31,12 @@ pub fn token() -> String {
     let seed = random_seed();
     seed.iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
+
+/// A 256-bit secret in lowercase hex (the dashboard's tokens and sessions), or `None` when
+/// the operating system gives no randomness: unlike [`random_seed`], never a guessable one.
+#[allow(clippy::disallowed_methods)] // the adapter owns randomness
+pub fn secret() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}

@@ -17,6 +17,8 @@
 //!   (`Input::Timeout` when `poll_timeout` falls due), snapshots, rule reloads, retention
 //!   and wake-ups. The loop reads the clock for each request and tick and hands the time to
 //!   the engine, which never reads it itself.
+//! - It serves `agentfw dashboard` ([`crate::dashboard`]) on the same runtime when a person
+//!   asks, until asked to stop or until the daemon stops.
 //! - It stops on SIGTERM/SIGINT, on `shutdown` from a person, or when its home is deleted
 //!   (so a test's temporary home never leaves a daemon behind), after a final snapshot.
 
@@ -33,6 +35,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Notify, Semaphore, oneshot};
 
 use crate::config::{ConfigError, DaemonConfig};
+use crate::dashboard::{self, Dashboard};
 use crate::engine::{Caller, Engine};
 use crate::home::{Home, HomeError, uid};
 use crate::procfs::{self, ProcClock};
@@ -74,10 +77,12 @@ struct Job {
     reply: oneshot::Sender<Result<Value, ErrorBody>>,
 }
 
-/// What the engine thread takes: requests from sockets, and news from the relay link.
+/// What the engine thread takes: requests from sockets, news from the relay link, and the
+/// dashboard's questions.
 enum Work {
     Request(Job),
     Relay(FromLink),
+    Dashboard(dashboard::Query),
 }
 
 /// Run the daemon for `home` in the foreground until it is stopped. `relay` overrides the
@@ -145,6 +150,13 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
     {
         engine.attach_relay(link, name)?;
     }
+    let dashboard = {
+        let jobs = jobs_tx.clone();
+        let line: dashboard::EngineLine = Box::new(move |query| jobs.send(Work::Dashboard(query)).is_ok());
+        let command = dashboard::view::command_prefix(&home.dir, Home::default_dir().as_deref());
+        Dashboard::new(runtime.handle().clone(), line, command)
+    };
+    engine.attach_dashboard(Arc::clone(&dashboard));
     let engine_stopped = Arc::clone(&stopped);
     let engine_thread = std::thread::Builder::new()
         .name("agentfw-engine".into())
@@ -156,6 +168,7 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
                 }
                 match jobs_rx.recv_timeout(wait) {
                     Ok(Work::Relay(news)) => engine.relay_input(clock::now(), news),
+                    Ok(Work::Dashboard(query)) => engine.dashboard_answer(clock::now(), query),
                     Ok(Work::Request(job)) => {
                         let answer = engine.handle(clock::now(), &job.caller, job.op);
                         let _ = job.reply.send(answer);
@@ -173,6 +186,7 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
         .map_err(DaemonError::Runtime)?;
 
     runtime.block_on(serve(listener, jobs_tx, resolver, proc_clock, Arc::clone(&stopped)));
+    dashboard.shutdown();
     runtime.shutdown_timeout(std::time::Duration::from_millis(200));
     let _ = engine_thread.join();
     let _ = std::fs::remove_file(&home.socket);

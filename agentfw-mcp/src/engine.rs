@@ -35,7 +35,7 @@
 //! recipient, admission refresh), [`send`], [`inbox`], [`trust`] (the trust file around
 //! send and delivery), [`hooks`], [`admin`], [`status`] (`hello`, `team`, `status`,
 //! `audit`), [`rules`], [`waking`] (WK1, WK2), [`tick`] (what the daemon's loop runs between
-//! requests) and [`relay`] (the link to other devices).
+//! requests), [`relay`] (the link to other devices) and [`dashboard`] (`agentfw dashboard`).
 //! They decide; what they persist goes through [`crate::store`], which holds all the SQL.
 
 use std::collections::BTreeMap;
@@ -62,6 +62,7 @@ use crate::trust::Trust;
 use crate::{clock, wake};
 
 mod admin;
+mod dashboard;
 mod hooks;
 mod inbox;
 mod journal;
@@ -167,6 +168,10 @@ pub struct Engine {
     stop: bool,
     /// The relay link, when this device joined one (`engine/relay.rs`).
     relay: Option<relay::RelaySide>,
+    /// The dashboard this daemon serves (`engine/dashboard.rs`), and the decisions of the
+    /// current transaction it publishes after the commit.
+    dashboard: Option<Arc<crate::dashboard::Dashboard>>,
+    feed_pending: Vec<crate::dashboard::feed::DecisionView>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -234,6 +239,8 @@ impl Engine {
             next_timeout: now,
             stop: false,
             relay: None,
+            dashboard: None,
+            feed_pending: Vec::new(),
         };
         engine.rebuild()?;
         engine.load_sessions(now)?;
@@ -269,7 +276,9 @@ impl Engine {
             }
             Op::Reload {} => self.op_reload(caller),
             Op::Shutdown {} => self.op_shutdown(caller),
+            Op::Dashboard { port, show_text, stop } => self.op_dashboard(caller, port, show_text, stop),
         };
+        self.feed_changed();
         result.map_err(EngineError::body)
     }
 }

@@ -57,13 +57,18 @@ impl Home {
             Some(dir) => dir.to_owned(),
             None => match std::env::var_os("AGENTFW_HOME").filter(|v| !v.is_empty()) {
                 Some(dir) => PathBuf::from(dir),
-                None => {
-                    let home = std::env::var_os("HOME").filter(|v| !v.is_empty()).ok_or(HomeError::NoHome)?;
-                    PathBuf::from(home).join(".local/share/agentfw")
-                }
+                None => Self::default_dir().ok_or(HomeError::NoHome)?,
             },
         };
         Self::at(&dir)
+    }
+
+    /// `$HOME/.local/share/agentfw`: the home without `--home` or `AGENTFW_HOME`; `None`
+    /// without `HOME`.
+    #[allow(clippy::disallowed_methods)] // the adapter reads its environment here
+    pub fn default_dir() -> Option<PathBuf> {
+        let home = std::env::var_os("HOME").filter(|v| !v.is_empty())?;
+        Some(PathBuf::from(home).join(".local/share/agentfw"))
     }
 
     /// The home at `dir`, created owner-only if missing.

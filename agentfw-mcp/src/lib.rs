@@ -11,6 +11,7 @@
 //! | [`store`] | the SQLite schema |
 //! | [`engine`] | the firewall and the store behind one thread, transaction by transaction |
 //! | [`daemon`] | the socket server: peer credentials, identity, the engine thread, timers |
+//! | [`dashboard`] | `agentfw dashboard`: the live read-only page the daemon serves on loopback |
 //! | [`client`] | the client: connect (starting the daemon if needed), typed requests, hooks |
 //! | [`mcp`] | the stdio MCP server (`list_team`, `send_message`, `check_inbox`) |
 //! | [`wake`] | waking idle sessions (WK1) |
@@ -28,6 +29,7 @@ pub mod clock;
 pub mod components;
 pub mod config;
 pub mod daemon;
+pub mod dashboard;
 pub mod engine;
 pub mod home;
 pub mod keystore;

@@ -25,7 +25,7 @@ enum Command {
     /// The whole story on one machine in seconds: three real agent sessions and a real
     /// daemon in a temporary home, a question and answer, a refused secret, a limit
     /// tripping, a forwarded injection contained, and the team table.
-    Demo,
+    Demo(cmd::demo::Args),
     /// Judge text with the rule engine, as if it were a message.
     Scan(cmd::scan::Args),
     /// Check, test and list policy rules.
@@ -45,6 +45,9 @@ enum Command {
     Status(cmd::team::Args),
     /// The decision log, metadata only.
     Audit(cmd::audit::Args),
+    /// A live, read-only page about this machine (team, conversations, refusals, quarantines),
+    /// served by the daemon on 127.0.0.1; prints its URL.
+    Dashboard(cmd::dashboard::Args),
     /// Let two agents talk again after the turn fuse stopped them.
     Allow(cmd::admin::AllowArgs),
     /// Quarantines.
@@ -79,7 +82,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Demo => cmd::demo::run(),
+        Command::Demo(args) => cmd::demo::run(&args),
         Command::Scan(args) => cmd::scan::run(&args),
         Command::Rules(command) => cmd::rules::run(&command),
         Command::Daemon(args) => cmd::daemon::run(&args),
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
         Command::Team(args) => cmd::team::team(&args),
         Command::Status(args) => cmd::team::status(&args),
         Command::Audit(args) => cmd::audit::run(&args),
+        Command::Dashboard(args) => cmd::dashboard::run(&args),
         Command::Allow(args) => cmd::admin::allow(&args),
         Command::Quarantine(command) => cmd::admin::quarantine(&command),
         Command::Identity(args) => cmd::identity::run(&args),

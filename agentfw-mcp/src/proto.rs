@@ -121,6 +121,17 @@ pub enum Op {
     /// Re-read the user's rule files now.
     Reload {},
     Shutdown {},
+    /// Serve the local dashboard on `127.0.0.1` (`port`, else a free one) and mint a
+    /// one-time token for its URL; `stop` stops it instead. `show_text` puts the text of
+    /// accepted messages on the page.
+    Dashboard {
+        #[serde(default)]
+        port: Option<u16>,
+        #[serde(default)]
+        show_text: bool,
+        #[serde(default)]
+        stop: bool,
+    },
 }
 
 impl Op {
@@ -135,6 +146,7 @@ impl Op {
                 | Op::AdmissionExcept { .. }
                 | Op::Reload {}
                 | Op::Shutdown {}
+                | Op::Dashboard { .. }
         )
     }
 
@@ -155,6 +167,7 @@ impl Op {
             Op::Hook { .. } => "hook",
             Op::Reload {} => "reload",
             Op::Shutdown {} => "shutdown",
+            Op::Dashboard { .. } => "dashboard",
         }
     }
 }
@@ -545,6 +558,17 @@ pub struct AuditResult {
     /// Pass as `after` for the next page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next: Option<i64>,
+}
+
+/// The dashboard the daemon serves: its URL with a fresh one-time token, or that it stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DashboardResult {
+    /// `http://127.0.0.1:PORT/?token=…`; `None` once stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    pub port: u16,
+    pub show_text: bool,
+    pub message: String,
 }
 
 /// A done admin action, in words.

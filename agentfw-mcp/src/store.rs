@@ -35,6 +35,7 @@ mod ratings;
 mod sends;
 mod sessions;
 
+pub use audit::record as audit_record;
 pub use inbox::{BatchRow, Pending};
 pub use journal::{Entry, Loaded};
 pub use sessions::StoredSession;

@@ -54,6 +54,7 @@ const ADMIN_COMMANDS: &[(&str, &str)] = &[
     ("admission except", "admission except mcp:github"),
     ("daemon --stop", "daemon --stop"),
     ("daemon --relay", "daemon --relay http://127.0.0.1:9"),
+    ("dashboard", "dashboard --show-text"),
     ("identity pin", "identity pin claude"),
     ("install", "install claude --yes"),
     ("uninstall", "uninstall claude"),
@@ -294,6 +295,7 @@ fn the_daemon_refuses_admin_operations_sent_to_its_socket_from_an_agent() {
         r#"{"v":1,"id":5,"op":"admission_except","args":{"component":"mcp:github"}}"#,
         r#"{"v":1,"id":6,"op":"reload"}"#,
         r#"{"v":1,"id":7,"op":"shutdown"}"#,
+        r#"{"v":1,"id":8,"op":"dashboard","args":{"show_text":true}}"#,
     ];
     let script = "import socket, sys\n\
         s = socket.socket(socket.AF_UNIX)\n\

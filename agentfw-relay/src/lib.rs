@@ -6,6 +6,8 @@
 //!   binary envelope frames) and the signed routing field that names the agents.
 //! - [`client`]: join, connect with backoff, submit, receive, acknowledge, over `http://`
 //!   or `https://` (rustls), and [`client::PolicyMirror`] to apply central policy locally.
+//! - [`ui`]: the script and style sheet the relay's admin dashboard shares with the
+//!   daemon's (`agentfw dashboard`), which is why it is outside the `server` feature.
 //!
 //! The relay itself, behind the `server` feature (on by default; the `agentfw-relay`
 //! binary needs it):
@@ -24,6 +26,7 @@
 pub mod client;
 pub mod clock;
 pub mod protocol;
+pub mod ui;
 
 #[cfg(feature = "server")]
 pub mod audit;

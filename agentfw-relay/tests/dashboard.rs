@@ -9,6 +9,8 @@
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod common;
+#[path = "../../tests/browser/env.rs"]
+mod env;
 
 use std::time::Duration;
 
@@ -17,25 +19,9 @@ use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(10);
 
-#[allow(clippy::disallowed_methods)] // The test reads its environment.
-fn browser() -> Option<(String, String)> {
-    let get = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-    match (get("AGENTFW_CHROMIUM"), get("AGENTFW_PLAYWRIGHT_DIR")) {
-        (Some(c), Some(p)) => Some((c, p)),
-        _ if get("CI").as_deref() == Some("true") => panic!(
-            "AGENTFW_CHROMIUM and AGENTFW_PLAYWRIGHT_DIR are not set, and CI must run the dashboard test: \
-             run `source scripts/browser-for-tests` first"
-        ),
-        _ => {
-            eprintln!("skipped: no headless browser (run `source scripts/browser-for-tests`)");
-            None
-        }
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dashboard_disconnects_quarantines_and_switches_admission_in_a_real_browser() {
-    let Some((chromium, playwright)) = browser() else { return };
+    let Some((chromium, playwright)) = env::browser() else { return };
     let dir = tempfile::tempdir().unwrap();
     let relay = start_relay(&sqlite_url(dir.path())).await;
     let (web, worker, ops) =

@@ -9,7 +9,8 @@
 //! fails the command (exit 1), so it doubles as a smoke test.
 //!
 //! The temporary home, the sessions and the daemon are removed at the end, on error, and
-//! on Ctrl-C or SIGTERM.
+//! on Ctrl-C or SIGTERM. With `--dashboard` the daemon serves `agentfw dashboard`'s page
+//! after the story, and everything stays up until Ctrl-C, so the story can be looked at.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::DirBuilderExt;
@@ -66,6 +67,14 @@ const CHATTER: &[&str] = &[
     "Right, staging prefixes everything with /internal; I will template it.",
     "Let me also rename the metrics label from svc to service everywhere.",
 ];
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// After the story, keep the daemon and the sessions up and serve the dashboard (its
+    /// URL is printed) until Ctrl-C.
+    #[arg(long)]
+    dashboard: bool,
+}
 
 /// Why the demo stopped.
 enum Failure {
@@ -163,7 +172,8 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, Cleanup> {
     shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-pub fn run() -> ExitCode {
+pub fn run(args: &Args) -> ExitCode {
+    let dashboard = args.dashboard;
     if !cfg!(target_os = "linux") {
         eprintln!("error: agentfw demo needs Linux: the daemon reads peer credentials and `/proc`");
         return ExitCode::from(EXIT_ERROR);
@@ -182,16 +192,24 @@ pub fn run() -> ExitCode {
         };
         let (tx, rx) = tokio::sync::oneshot::channel();
         let spawned = std::thread::Builder::new().name("agentfw-demo".into()).spawn(move || {
-            let _ = tx.send(story(&story_shared));
+            let _ = tx.send(story(&story_shared, dashboard));
         });
         if let Err(e) = spawned {
             return Err(setup_err(format!("cannot start: {e}")));
         }
-        tokio::select! {
+        let told = tokio::select! {
             done = rx => done.unwrap_or_else(|_| Err(setup_err("the demo stopped unexpectedly"))),
             _ = int.recv() => Err(Failure::Interrupted),
             _ = term.recv() => Err(Failure::Interrupted),
+        };
+        if told.is_ok() && dashboard {
+            // The page is up: the story is there to look at until the person is done.
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
         }
+        told
     });
     let log = lock(&shared).dir.as_ref().map(|d| d.join("home").join("daemon.log"));
     let daemon_log = match (&outcome, log) {
@@ -507,7 +525,7 @@ fn contained(team: &TeamResult, label: &str) -> bool {
     team.agents.iter().any(|a| a.label == label && a.contained.is_some())
 }
 
-fn story(shared: &Shared) -> Step<()> {
+fn story(shared: &Shared, dashboard: bool) -> Step<()> {
     let started = agentfw_mcp::clock::now();
     let exe = std::env::current_exe().map_err(|e| setup_err(format!("cannot find this program: {e}")))?;
     let world = world(shared)?;
@@ -638,5 +656,16 @@ fn story(shared: &Shared) -> Step<()> {
         audit.after,
         agentfw_mcp::clock::now().since(started).as_secs_f64()
     ));
+    if dashboard {
+        let page = audit
+            .client
+            .dashboard(None, false, false)
+            .map_err(|e| setup_err(format!("the daemon does not serve the dashboard: {e}")))?;
+        say("\nThe dashboard shows the same story, live:");
+        say(format!("   {}", page.url.unwrap_or_default()));
+        say(
+            "Open it in a browser on this machine (the link works once). Ctrl-C stops the demo and removes everything.",
+        );
+    }
     Ok(())
 }

@@ -4,6 +4,7 @@ pub mod admin;
 pub mod admission;
 pub mod audit;
 pub mod daemon;
+pub mod dashboard;
 pub mod demo;
 pub mod hook;
 pub mod identity;

@@ -14,7 +14,7 @@ use agentfw_core::time::Timestamp;
 
 impl Engine {
     /// Admin commands run only for a person (AM6): see [`crate::admin`].
-    fn require_person(&self, caller: &Caller, what: &str) -> Result<(), EngineError> {
+    pub(super) fn require_person(&self, caller: &Caller, what: &str) -> Result<(), EngineError> {
         if self.config.admin.from_agents {
             return Ok(());
         }

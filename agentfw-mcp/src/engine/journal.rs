@@ -62,6 +62,7 @@ impl Engine {
         if result.is_err() {
             self.db.rollback();
             self.relay_rolled_back();
+            self.feed_rolled_back();
             self.refreshes.clear();
             self.accepted_for.clear();
             if self.touched
@@ -78,6 +79,7 @@ impl Engine {
                 );
             }
             self.relay_committed();
+            self.feed_committed();
             for agent in std::mem::take(&mut self.accepted_for) {
                 self.schedule_wake(now, &agent);
             }
@@ -90,12 +92,15 @@ impl Engine {
     pub(super) fn apply(&mut self, now: Timestamp, input: Input) -> Result<Output, EngineError> {
         let mut seed = [0u8; 32];
         self.seeds.fill_bytes(&mut seed);
+        let text = self.feed_wants_text().then(|| input_text(&input)).flatten();
+        let mark = self.feed_mark();
         self.db.append_journal(now, &seed, &input)?;
         self.journal_rows += 1;
         self.touched = true;
         let mut rng = ChaCha20Rng::from_seed(seed);
         let out = self.fw.handle(now, &mut rng, input);
         self.drain(now)?;
+        self.feed_text(mark, text);
         Ok(out)
     }
 
@@ -142,7 +147,7 @@ impl Engine {
         Ok(())
     }
 
-    pub(super) fn audit(&self, d: &Decision) -> Result<(), EngineError> {
+    pub(super) fn audit(&mut self, d: &Decision) -> Result<(), EngineError> {
         let verdict = match d.verdict {
             Verdict::Allow => "allow",
             Verdict::Deny => "deny",
@@ -151,9 +156,11 @@ impl Engine {
         self.audit_as(d, verdict)
     }
 
-    fn audit_as(&self, d: &Decision, verdict: &str) -> Result<(), EngineError> {
+    fn audit_as(&mut self, d: &Decision, verdict: &str) -> Result<(), EngineError> {
         let unverified = self.sessions.get(&d.from).and_then(|s| s.identity.unverified.as_ref()).map(|u| u.to_string());
-        Ok(self.db.audit(d, verdict, unverified.as_deref())?)
+        let seq = self.db.audit(d, verdict, unverified.as_deref())?;
+        self.feed_decision(|| crate::store::audit_record(seq, d, verdict, unverified));
+        Ok(())
     }
 
     /// A note from agentfw itself into `agent`'s inbox (a thread that closed, LM4).
@@ -166,5 +173,14 @@ impl Engine {
         self.journal_rows = 0;
         self.last_snapshot = now;
         Ok(())
+    }
+}
+
+/// The message text `input` carries, if any (for pages started with `--show-text`).
+fn input_text(input: &Input) -> Option<String> {
+    match input {
+        Input::Send(o) => Some(o.body.clone()),
+        Input::Deliver(a) => Some(a.body.clone()),
+        Input::HumanTurn(_) | Input::Admin(_) | Input::Timeout | Input::Seen(_) => None,
     }
 }

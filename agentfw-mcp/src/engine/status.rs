@@ -62,7 +62,7 @@ impl Engine {
         }
     }
 
-    fn team(&self, now: Timestamp, me: Option<&AgentId>) -> Vec<AgentView> {
+    pub(super) fn team(&self, now: Timestamp, me: Option<&AgentId>) -> Vec<AgentView> {
         let mut views: Vec<AgentView> = self
             .sessions
             .values()
@@ -137,7 +137,7 @@ impl Engine {
     }
 }
 
-fn mode_name(mode: Mode) -> &'static str {
+pub(super) fn mode_name(mode: Mode) -> &'static str {
     match mode {
         Mode::Off => "off",
         Mode::Report => "report",

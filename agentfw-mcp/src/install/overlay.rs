@@ -62,6 +62,7 @@ pub const ADMIN_COMMANDS: &[&str] = &[
     "admission off",
     "admission except",
     "daemon",
+    "dashboard",
     "identity pin",
     "install",
     "uninstall",

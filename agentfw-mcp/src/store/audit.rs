@@ -11,23 +11,16 @@ use crate::proto::{AuditQuery, AuditRecord, AuditResult};
 
 impl Store {
     /// Records `d` with `verdict` (`allow`, `deny`, `hold` or `would_refuse`), and, when the
-    /// sender's identity is not verified, why.
-    pub fn audit(&self, d: &Decision, verdict: &str, unverified: Option<&str>) -> Result<(), StoreError> {
-        let stage = match d.stage {
-            Stage::Sending => "sending",
-            Stage::Delivering => "delivering",
-        };
-        let (code, rule, reason) = match &d.reason {
-            Some(r) => (Some(r.code.as_str()), r.rule.as_deref(), Some(r.text.as_str())),
-            None => (None, None, None),
-        };
+    /// sender's identity is not verified, why; returns the record's `seq`.
+    pub fn audit(&self, d: &Decision, verdict: &str, unverified: Option<&str>) -> Result<i64, StoreError> {
+        let (code, rule, reason) = reason_parts(d);
         self.conn.exec(
             "INSERT INTO audit (at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 ms(d.at),
                 d.id.to_string(),
-                stage,
+                stage_name(d.stage),
                 d.from.as_str(),
                 d.from_label,
                 d.to.as_str(),
@@ -41,7 +34,12 @@ impl Store {
                 unverified
             ],
         )?;
-        Ok(())
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The latest record's `seq`, 0 when there is none.
+    pub fn last_audit_seq(&self) -> Result<i64, StoreError> {
+        Ok(self.conn.row("SELECT COALESCE(MAX(seq), 0) FROM audit", [], |r| r.get(0))?)
     }
 
     /// The records `q` asks for, oldest first: after a seq, since a time, from or to an agent
@@ -113,4 +111,42 @@ impl Store {
 /// before labels were cleaned, or naming agents of other devices, may hold anything.
 fn shown(text: String) -> String {
     agentfw_core::label::bounded(&text, agentfw_core::label::MAX_LABEL_CHARS)
+}
+
+/// The record [`Store::audit`] wrote as `seq`, as `audit` queries return it (the dashboard
+/// publishes it without reading it back).
+pub fn record(seq: i64, d: &Decision, verdict: &str, unverified: Option<String>) -> AuditRecord {
+    let (code, rule, reason) = reason_parts(d);
+    AuditRecord {
+        seq,
+        at: d.at.as_millis(),
+        id: d.id.to_string(),
+        stage: stage_name(d.stage).to_owned(),
+        from: d.from.to_string(),
+        from_label: d.from_label.clone(),
+        to: d.to.to_string(),
+        to_label: d.to_label.clone(),
+        size: u64::try_from(d.size).unwrap_or(u64::MAX),
+        hops: d.hops,
+        verdict: verdict.to_owned(),
+        code: code.map(str::to_owned),
+        rule: rule.map(str::to_owned),
+        reason: reason.map(str::to_owned),
+        unverified,
+    }
+}
+
+fn stage_name(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Sending => "sending",
+        Stage::Delivering => "delivering",
+    }
+}
+
+/// The refusal's code, rule and reason, if `d` refused.
+fn reason_parts(d: &Decision) -> (Option<&str>, Option<&str>, Option<&str>) {
+    match &d.reason {
+        Some(r) => (Some(r.code.as_str()), r.rule.as_deref(), Some(r.text.as_str())),
+        None => (None, None, None),
+    }
 }

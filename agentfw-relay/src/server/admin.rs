@@ -21,7 +21,7 @@ use agentfw_core::message::AgentId;
 use agentfw_core::seal::DeviceId;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequestParts, Query, State};
-use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, COOKIE, SET_COOKIE};
+use axum::http::header::{AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, SET_COOKIE};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -37,14 +37,19 @@ use crate::clock;
 use crate::policy::DEFAULT_QUARANTINE;
 use crate::protocol::ApiError;
 
-/// The dashboard: one self-contained page, no external resources.
+/// The dashboard: a page, its script, and the script and styles it shares with the
+/// daemon's dashboard ([`crate::ui`]); nothing from elsewhere.
 pub const DASHBOARD: &str = include_str!("../dashboard.html");
+const DASHBOARD_JS: &str = include_str!("../dashboard.js");
 const COOKIE_NAME: &str = "afw_session";
 
 pub(super) fn routes() -> Router<Arc<Shared>> {
     Router::new()
         .route("/", get(|| async { axum::response::Redirect::to("/admin") }))
         .route("/admin", get(dashboard))
+        .route("/admin/assets/dashboard.js", get(|| asset("text/javascript; charset=utf-8", DASHBOARD_JS)))
+        .route("/admin/assets/common.js", get(|| asset("text/javascript; charset=utf-8", crate::ui::COMMON_JS)))
+        .route("/admin/assets/common.css", get(|| asset("text/css; charset=utf-8", crate::ui::COMMON_CSS)))
         .route("/admin/login", post(login))
         .route("/admin/logout", post(logout))
         .route("/admin/events", get(events))
@@ -95,15 +100,7 @@ impl FromRequestParts<Arc<Shared>> for Admin {
             let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).unwrap_or_default();
             return if shared.check_admin_token(token) { Ok(Admin) } else { Err(denied()) };
         }
-        let session = parts
-            .headers
-            .get_all(COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .find(|(k, _)| *k == COOKIE_NAME)
-            .map(|(_, v)| v.to_owned());
+        let session = crate::ui::cookies(&parts.headers, COOKIE_NAME).next().map(str::to_owned);
         let Some(session) = session else {
             return Err(denied());
         };
@@ -122,12 +119,22 @@ fn body<T>(b: Body<T>) -> Result<T, Response> {
 }
 
 async fn dashboard() -> Response {
-    let mut response = Html(DASHBOARD).into_response();
+    page_headers(Html(DASHBOARD).into_response())
+}
+
+/// A script or style sheet of the dashboard.
+async fn asset(content_type: &'static str, body: &'static str) -> Response {
+    page_headers(([(CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// Scripts from this origin only (no inline script), no framing, no referrer.
+fn page_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
         "content-security-policy",
-        HeaderValue::from_static("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        HeaderValue::from_static("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
     );
+    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     headers.insert("x-frame-options", HeaderValue::from_static("DENY"));
     headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -169,16 +176,8 @@ async fn login(State(shared): State<Arc<Shared>>, b: Body<Login>) -> Response {
 }
 
 async fn logout(State(shared): State<Arc<Shared>>, parts: axum::http::HeaderMap) -> Response {
-    for (k, v) in parts
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| kv.trim().split_once('='))
-    {
-        if k == COOKIE_NAME {
-            let _ = shared.store.delete_session(blake3::hash(v.as_bytes()).as_bytes()).await;
-        }
+    for v in crate::ui::cookies(&parts, COOKIE_NAME) {
+        let _ = shared.store.delete_session(blake3::hash(v.as_bytes()).as_bytes()).await;
     }
     let mut response = Json(json!({"ok": true})).into_response();
     response

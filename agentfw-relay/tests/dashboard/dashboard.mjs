@@ -3,29 +3,13 @@
 //
 //   node dashboard.mjs RELAY_URL ADMIN_TOKEN SCREENSHOT_PATH PAIR_LABEL AGENT_LABEL
 //
-// Needs AGENTFW_CHROMIUM (the browser) and AGENTFW_PLAYWRIGHT_DIR (node_modules holding
-// playwright-core); prints one JSON line describing what it saw.
+// Needs AGENTFW_CHROMIUM and AGENTFW_PLAYWRIGHT_DIR (see tests/browser/launch.mjs); prints
+// one JSON line describing what it saw.
 
-import { createRequire } from "node:module";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { launch } from "../../../tests/browser/launch.mjs";
 
 const [url, token, screenshot, pair, agentLabel] = process.argv.slice(2);
-const require = createRequire(join(process.env.AGENTFW_PLAYWRIGHT_DIR, "noop.js"));
-const { chromium } = require("playwright-core");
-
-const profile = mkdtempSync(join(tmpdir(), "agentfw-dashboard-"));
-// A fresh profile directory each run (playwright passes it as --user-data-dir).
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.AGENTFW_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  viewport: { width: 1400, height: 1000 },
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-});
+const { browser, close } = await launch();
 const seen = {};
 try {
   const page = await browser.newPage();
@@ -71,6 +55,5 @@ try {
   await page.screenshot({ path: screenshot, fullPage: true });
   console.log(JSON.stringify(seen));
 } finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
 }
