@@ -4,14 +4,14 @@
 /** The admission gate: settings, the inventory, verdicts and previews. */
 export declare class Admission {
   /** `inventory` is the spec's JSON, as text or an object. */
-  constructor(inventory?: any | undefined | null, options?: AdmissionOptions | undefined | null)
-  get mode(): string
+  constructor(inventory?: JsonObject | string | undefined | null, options?: AdmissionOptions | undefined | null)
+  get mode(): 'off' | 'report' | 'enforce'
   get threshold(): number
   /** The inventory in the spec's JSON format. */
   inventoryJson(): string
-  setInventory(inventory: any): void
+  setInventory(inventory: JsonObject | string): void
   /** Set one agent's components: `[{id: 'mcp:github', score: 7.5}, ...]`. */
-  setComponents(agent: string, components: any): void
+  setComponents(agent: string, components: Array<Component>): void
   setMode(mode: string): void
   setThreshold(threshold: number | string): void
   /** Excuse a component (AD4); false if it already was. */
@@ -35,7 +35,7 @@ export declare class Firewall {
    * `config` overrides the defaults key by key (the core's `Config` in JSON form, e.g.
    * `{max_message_bytes: 1024, admission: {mode: 'enforce'}}`).
    */
-  constructor(config?: any | undefined | null, options?: FirewallOptions | undefined | null)
+  constructor(config?: JsonObject | undefined | null, options?: FirewallOptions | undefined | null)
   /**
    * A firewall continuing from a snapshot (JSON text or a Buffer). Rules are not state:
    * pass them again.
@@ -57,19 +57,19 @@ export declare class Firewall {
    * An admin action in the core's JSON form, e.g.
    * `{action: 'lift_quarantine', agent: 'codex:api'}`.
    */
-  admin(action: any, now?: number | undefined | null): void
+  admin(action: AdminAction, now?: number | undefined | null): void
   /** Expire what is due (call at `pollTimeout()`). */
   timeout(now?: number | undefined | null): void
   /** When `timeout` next has something to expire, in ms since the epoch. */
   pollTimeout(): number | null
   /** The next event (the core's JSON form, e.g. `{event: 'decision', ...}`), or null. */
-  pollEvent(): any | null
+  pollEvent(): FirewallEvent | null
   /** Every pending event, oldest first (drains them). */
-  events(): Array<any>
+  events(): Array<FirewallEvent>
   /** The live quarantine of `agent` (`{until, message, reason}`), or null. */
-  quarantineOf(agent: string, now?: number | undefined | null): any | null
+  quarantineOf(agent: string, now?: number | undefined | null): Quarantine | null
   /** The configuration in force, in the core's JSON form. */
-  get config(): any
+  get config(): JsonObject
 }
 
 /** The devices whose envelopes this device accepts. */
@@ -84,7 +84,7 @@ export declare class Keyring {
   /** The device's bundle if its keys may be used. */
   active(device: string): PublicBundle | null
   /** `active`, `superseded`, `revoked`, or null for an unknown device. */
-  status(device: string): string | null
+  status(device: string): 'active' | 'superseded' | 'revoked' | null
   get size(): number
   toJson(): string
   static fromJson(data: string | Buffer): Keyring
@@ -92,8 +92,13 @@ export declare class Keyring {
 
 /** One device's secret keys (Ed25519 to sign, X-Wing to receive). */
 export declare class Keys {
-  /** Fresh keys, randomness from the OS (or from `seed`, for tests only). */
-  static generate(options?: RandomOptions | undefined | null): Keys
+  /** Fresh keys, randomness from the OS. */
+  static generate(options?: KeyOptions | undefined | null): Keys
+  /**
+   * Keys drawn from `seed`: anyone who knows the seed has the secrets, so these are for
+   * tests and test vectors only, never for a device.
+   */
+  static generateForTests(seed: number, options?: KeyOptions | undefined | null): Keys
   /** Reads a key file (`agentfw-keys-v1`). */
   static fromKeyFile(data: string | Buffer): Keys
   /** The key file text, holding both secrets: keep it private. */
@@ -102,8 +107,8 @@ export declare class Keys {
   get public(): PublicBundle
   get created(): number
   get supersedes(): string | null
-  /** New keys for this device and the rotation notice for peers. */
-  rotate(options?: RandomOptions | undefined | null): Rotated
+  /** New keys for this device (randomness from the OS) and the rotation notice for peers. */
+  rotate(options?: KeyOptions | undefined | null): Rotated
 }
 
 /** A compiled rule set: the default pack, or rules from text or files. */
@@ -188,8 +193,13 @@ export declare class Rotation {
 export declare class Signer {
   /** From a 32-byte Ed25519 secret kept by the caller. */
   static fromSecret(secret: Buffer): Signer
-  /** A fresh signer (randomness from the OS, or `seed` for tests). */
-  static generate(seed?: number | undefined | null): Signer
+  /** A fresh signer, randomness from the OS. */
+  static generate(): Signer
+  /**
+   * A signer drawn from `seed`: anyone who knows the seed can sign as it, so this is for
+   * tests and test vectors only.
+   */
+  static generateForTests(seed: number): Signer
   get id(): string
   /** The 32-byte public key an executor trusts. */
   get verifyingKey(): Buffer
@@ -269,7 +279,7 @@ export declare function envelopeHeader(envelope: Buffer, options?: OpenOptions |
  * Judge one agent's components (`[{id, score}]`, or null if unknown): the worst one that
  * counts decides.
  */
-export declare function evaluate(agent: string, components?: any | undefined | null, options?: EvaluateOptions | undefined | null): Evaluation
+export declare function evaluate(agent: string, components?: Array<Component> | undefined | null, options?: EvaluateOptions | undefined | null): Evaluation
 
 /** Options of `evaluate`. */
 export interface EvaluateOptions {
@@ -282,9 +292,9 @@ export interface Evaluation {
   agent: string
   admitted: boolean
   /** Why not: `{why, component, score, level, code, text}`, or null. */
-  refused?: any
+  refused?: NotAdmitted
   /** The worst rated component that counts: `{component, score, level}`, or null. */
-  worst?: any
+  worst?: RatedComponent
   excused: Array<string>
   /** `web (claude): refused: mcp:github is HIGH (7.5)` (enforce mode). */
   line: string
@@ -356,7 +366,7 @@ export declare function importCiscoMcpScanner(report: string, server?: string | 
 /** Ratings from a Cisco `mcp-scanner` raw JSON report. */
 export interface ImportedReport {
   /** `mcp:<server>` → score, or null where something could not be rated. */
-  ratings: any
+  ratings: Record<string, number | null>
   notes: Array<string>
 }
 
@@ -365,6 +375,11 @@ export declare function isInvisible(ch: string): boolean
 
 /** Whether `ch` (one character) breaks a line. */
 export declare function isLineBreak(ch: string): boolean
+
+/** Options of calls that make keys. */
+export interface KeyOptions {
+  now?: number
+}
 
 /** How to judge a text: hops travelled (default 1), stage (default `sending`), time. */
 export interface JudgeOptions {
@@ -424,19 +439,6 @@ export interface OpenOptions {
   maxPlaintext?: number
 }
 
-/**
- * The firewall's answer to one input. `kind` is `accepted`, `delivered`, `held`,
- * `refused` or `done`; the other fields are set where that kind has them.
- */
-export interface Output {
-  kind: string
-  message?: Message
-  fenced?: Fenced
-  warnings: Array<Reason>
-  until?: number
-  reason?: Reason
-  refusal?: Refusal
-}
 
 /** A threshold as a person writes it (`7`, `6.5`, `high`), as a score. */
 export declare function parseThreshold(text: string): number
@@ -564,7 +566,7 @@ export declare const TRAILER: string
 
 /** A verdict on a text: `allow` or `deny`, with the rule that decided and its reason. */
 export interface Verdict {
-  verdict: string
+  verdict: 'allow' | 'deny'
   rule?: string
   reason?: string
 }
@@ -583,3 +585,6 @@ export interface VerifierOptions {
   maxSkewMs?: number
   maxPlan?: number
 }
+
+import type { AdminAction, Component, FirewallEvent, Json, JsonObject, NotAdmitted, Output, Quarantine, RatedComponent } from './shapes'
+export * from './shapes'

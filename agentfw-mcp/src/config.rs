@@ -43,12 +43,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use agentfw_bind::config::merged;
 use agentfw_core::admission::{ComponentId, Mode};
 use agentfw_core::firewall::Config as FirewallConfig;
 use agentfw_core::identity::IdentityConfig;
 use agentfw_core::limits::wake::WakeLimits;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// Why `config.toml` cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -236,29 +236,6 @@ impl DaemonConfig {
             }
         }
         Ok(config)
-    }
-}
-
-/// `defaults` with the fields given in `overrides` replaced, recursively for tables.
-fn merged<T: Serialize + serde::de::DeserializeOwned>(defaults: &T, overrides: Value) -> Result<T, serde_json::Error> {
-    let mut base = serde_json::to_value(defaults)?;
-    merge(&mut base, overrides);
-    serde_json::from_value(base)
-}
-
-fn merge(base: &mut Value, over: Value) {
-    match (base, over) {
-        (Value::Object(base), Value::Object(over)) => {
-            for (k, v) in over {
-                match base.get_mut(&k) {
-                    Some(slot) => merge(slot, v),
-                    None => {
-                        base.insert(k, v);
-                    }
-                }
-            }
-        }
-        (slot, over) => *slot = over,
     }
 }
 

@@ -3,21 +3,20 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use agentfw_bind::load::{self, ReadError};
 use agentfw_core::policy::{FileKind, PolicyError, RuleSet, SourceFile, Sources, pack};
 
 /// Why rules could not be loaded.
 #[derive(Debug)]
 pub enum LoadError {
-    Read(PathBuf, std::io::Error),
-    NoFiles(PathBuf),
+    Read(ReadError),
     Policy(PolicyError),
 }
 
 impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LoadError::Read(path, e) => write!(f, "cannot read `{}`: {e}", path.display()),
-            LoadError::NoFiles(path) => write!(f, "`{}` holds no `.yaml` or `.yml` files", path.display()),
+            LoadError::Read(e) => write!(f, "{e}"),
             LoadError::Policy(e) => write!(f, "{e}"),
         }
     }
@@ -35,27 +34,18 @@ pub struct Files {
 
 impl Files {
     /// Reads every `.yaml`/`.yml` file at `paths` (files, or directories searched
-    /// recursively in name order). A file with a top-level `cases:` key is a cases file,
+    /// recursively in name order, as the bindings read them). A file with a top-level `cases:` key is a cases file,
     /// one with `patterns:` a pattern file, one with `exact:`, `contains:`, `sequences:`,
     /// `prefixes:`, `suffixes:` or `regexes:` a placeholder list, and anything else a rule
     /// file.
     pub fn read(paths: &[PathBuf]) -> Result<Self, LoadError> {
         let mut files = Files::default();
-        for path in paths {
-            let mut found = Vec::new();
-            collect(path, &mut found)?;
-            if found.is_empty() {
-                return Err(LoadError::NoFiles(path.clone()));
-            }
-            for file in found {
-                let text = std::fs::read_to_string(&file).map_err(|e| LoadError::Read(file.clone(), e))?;
-                let source = SourceFile::new(file.display().to_string(), text);
-                match FileKind::of(&source.text) {
-                    FileKind::Cases => files.cases.push(source),
-                    FileKind::Patterns => files.patterns.push(source),
-                    FileKind::Placeholders => files.placeholders.push(source),
-                    FileKind::Rules => files.rules.push(source),
-                }
+        for source in load::read(paths).map_err(LoadError::Read)? {
+            match FileKind::of(&source.text) {
+                FileKind::Cases => files.cases.push(source),
+                FileKind::Patterns => files.patterns.push(source),
+                FileKind::Placeholders => files.placeholders.push(source),
+                FileKind::Rules => files.rules.push(source),
             }
         }
         Ok(files)
@@ -78,27 +68,6 @@ impl Files {
         self.rules = rules;
         self.compile()
     }
-}
-
-fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), LoadError> {
-    let meta = std::fs::metadata(path).map_err(|e| LoadError::Read(path.to_owned(), e))?;
-    if !meta.is_dir() {
-        out.push(path.to_owned());
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| LoadError::Read(path.to_owned(), e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() {
-            collect(&entry, out)?;
-        } else if entry.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-            out.push(entry);
-        }
-    }
-    Ok(())
 }
 
 /// The rules in force: those at `path`, or the default pack.

@@ -1,15 +1,13 @@
 //! Whether an agent may talk at all (AD1–AD8).
 
-use std::collections::BTreeSet;
-
-use agentfw_core::admission::{
-    self as core, AdmissionConfig, Component, ComponentId, HarnessFile, Inventory, Mode, Score,
-};
+use agentfw_bind::admission::{component_set, components, inventory, refused};
+use agentfw_bind::names::{harness_file, mode, mode_name};
+use agentfw_core::admission::{self as core, AdmissionConfig, ComponentId, Mode, Score};
 use napi::bindgen_prelude::Either;
 use napi_derive::napi;
 use serde_json::Value;
 
-use crate::convert::{count, to_js};
+use crate::convert::{count, js, to_js};
 use crate::errors::{Failure, Result, guard};
 
 /// A threshold: a score (`7`, `6.5`) or a level (`'high'`).
@@ -20,43 +18,16 @@ fn score(t: Either<f64, String>) -> std::result::Result<Score, Failure> {
     })
 }
 
-fn mode(text: &str) -> std::result::Result<Mode, Failure> {
-    Ok(text.parse::<Mode>()?)
-}
-
-fn mode_name(mode: Mode) -> String {
-    match mode {
-        Mode::Off => "off",
-        Mode::Report => "report",
-        Mode::Enforce => "enforce",
-    }
-    .to_owned()
-}
-
-fn inventory(value: Value) -> std::result::Result<Inventory, Failure> {
-    let text = match value {
-        Value::String(text) => text,
-        v => v.to_string(),
-    };
-    Ok(Inventory::from_json(&text)?)
-}
-
-fn component_set(ids: Option<Vec<String>>) -> std::result::Result<BTreeSet<ComponentId>, Failure> {
-    ids.unwrap_or_default().into_iter().map(|id| ComponentId::new(id).map_err(Failure::from)).collect()
-}
-
-fn components(value: Value) -> std::result::Result<Vec<Component>, Failure> {
-    serde_json::from_value(value).map_err(|e| Failure::Input(format!("not a list of components: {e}")))
-}
-
 /// The gate's verdict on one agent.
 #[napi(object)]
 pub struct Evaluation {
     pub agent: String,
     pub admitted: bool,
     /// Why not: `{why, component, score, level, code, text}`, or null.
+    #[napi(ts_type = "NotAdmitted")]
     pub refused: Option<Value>,
     /// The worst rated component that counts: `{component, score, level}`, or null.
+    #[napi(ts_type = "RatedComponent")]
     pub worst: Option<Value>,
     pub excused: Vec<String>,
     /// `web (claude): refused: mcp:github is HIGH (7.5)` (enforce mode).
@@ -67,25 +38,22 @@ pub struct Evaluation {
     pub sentence: Option<String>,
 }
 
-impl From<&core::Evaluation> for Evaluation {
-    fn from(e: &core::Evaluation) -> Self {
-        Evaluation {
+impl Evaluation {
+    fn of(e: &core::Evaluation) -> std::result::Result<Self, Failure> {
+        Ok(Evaluation {
             agent: e.agent.clone(),
             admitted: e.admitted,
-            refused: e.refused.as_ref().map(|r| {
-                let mut value = to_js(r);
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("code".into(), r.code().into());
-                    map.insert("text".into(), r.to_string().into());
-                }
-                value
-            }),
-            worst: e.worst.as_ref().map(to_js),
+            refused: e.refused.as_ref().map(refused).transpose()?.map(js),
+            worst: e.worst.as_ref().map(|w| to_js("the worst component", w)).transpose()?,
             excused: e.excused.iter().map(ToString::to_string).collect(),
             line: e.line(Mode::Enforce),
             report_line: e.line(Mode::Report),
             sentence: e.sentence("your agent is"),
-        }
+        })
+    }
+
+    fn all<'a>(list: impl IntoIterator<Item = &'a core::Evaluation>) -> std::result::Result<Vec<Self>, Failure> {
+        list.into_iter().map(Evaluation::of).collect()
     }
 }
 
@@ -120,14 +88,17 @@ pub struct Admission {
 #[napi]
 impl Admission {
     /// `inventory` is the spec's JSON, as text or an object.
-    #[napi(constructor)]
+    #[napi(
+        constructor,
+        ts_args_type = "inventory?: JsonObject | string | undefined | null, options?: AdmissionOptions | undefined | null"
+    )]
     pub fn new(inventory: Option<Value>, options: Option<AdmissionOptions>) -> Result<Self> {
         guard(|| {
             let (m, t, x) = options.map_or((None, None, None), |o| (o.mode, o.threshold, o.exceptions));
             let config = AdmissionConfig {
                 mode: mode(m.as_deref().unwrap_or("enforce"))?,
                 threshold: t.map(score).transpose()?.unwrap_or(Score::DEFAULT_THRESHOLD),
-                exceptions: component_set(x)?,
+                exceptions: component_set(x.into_iter().flatten().collect())?,
                 ..AdmissionConfig::default()
             };
             let mut inner = core::Admission::new(config);
@@ -138,9 +109,9 @@ impl Admission {
         })
     }
 
-    #[napi(getter)]
+    #[napi(getter, ts_return_type = "'off' | 'report' | 'enforce'")]
     pub fn mode(&self) -> String {
-        mode_name(self.inner.mode())
+        mode_name(self.inner.mode()).to_owned()
     }
 
     #[napi(getter)]
@@ -154,7 +125,7 @@ impl Admission {
         self.inner.inventory().to_json()
     }
 
-    #[napi]
+    #[napi(ts_args_type = "inventory: JsonObject | string")]
     pub fn set_inventory(&mut self, inventory: Value) -> Result<()> {
         guard(|| {
             self.inner.set_inventory(self::inventory(inventory)?);
@@ -163,7 +134,7 @@ impl Admission {
     }
 
     /// Set one agent's components: `[{id: 'mcp:github', score: 7.5}, ...]`.
-    #[napi]
+    #[napi(ts_args_type = "agent: string, components: Array<Component>")]
     pub fn set_components(&mut self, agent: String, components: Value) -> Result<()> {
         guard(|| {
             self.inner.set_components(agent, self::components(components)?);
@@ -201,14 +172,14 @@ impl Admission {
 
     /// The verdict on the inventory entry named `agent` (a label or an agent id).
     #[napi]
-    pub fn evaluate(&self, agent: String) -> Evaluation {
-        (&self.inner.evaluate(&agent)).into()
+    pub fn evaluate(&self, agent: String) -> Result<Evaluation> {
+        guard(|| Evaluation::of(&self.inner.evaluate(&agent)))
     }
 
     /// The verdict on every agent in the inventory, by name.
     #[napi]
-    pub fn evaluate_all(&self) -> Vec<Evaluation> {
-        self.inner.evaluate_all().iter().map(Evaluation::from).collect()
+    pub fn evaluate_all(&self) -> Result<Vec<Evaluation>> {
+        guard(|| Evaluation::all(&self.inner.evaluate_all()))
     }
 
     /// What another threshold would do (AD7).
@@ -220,7 +191,7 @@ impl Admission {
                 threshold: p.threshold.as_f64(),
                 current: p.current.as_f64(),
                 total: count(p.total),
-                kept_out: p.kept_out.iter().map(Evaluation::from).collect(),
+                kept_out: Evaluation::all(&p.kept_out)?,
                 newly_kept_out: count(p.newly_kept_out),
                 newly_admitted: count(p.newly_admitted),
                 text: p.to_string(),
@@ -238,13 +209,20 @@ pub struct EvaluateOptions {
 
 /// Judge one agent's components (`[{id, score}]`, or null if unknown): the worst one that
 /// counts decides.
-#[napi]
+#[napi(
+    ts_args_type = "agent: string, components?: Array<Component> | undefined | null, options?: EvaluateOptions | undefined | null"
+)]
 pub fn evaluate(agent: String, components: Option<Value>, options: Option<EvaluateOptions>) -> Result<Evaluation> {
     guard(|| {
         let (t, x) = options.map_or((None, None), |o| (o.threshold, o.exceptions));
         let list = components.filter(|c| !c.is_null()).map(self::components).transpose()?;
         let threshold = t.map(score).transpose()?.unwrap_or(Score::DEFAULT_THRESHOLD);
-        Ok((&core::evaluate(&agent, list.as_deref(), threshold, &component_set(x)?)).into())
+        Evaluation::of(&core::evaluate(
+            &agent,
+            list.as_deref(),
+            threshold,
+            &component_set(x.into_iter().flatten().collect())?,
+        ))
     })
 }
 
@@ -252,6 +230,7 @@ pub fn evaluate(agent: String, components: Option<Value>, options: Option<Evalua
 #[napi(object)]
 pub struct ImportedReport {
     /// `mcp:<server>` → score, or null where something could not be rated.
+    #[napi(ts_type = "Record<string, number | null>")]
     pub ratings: Value,
     pub notes: Vec<String>,
 }
@@ -270,9 +249,10 @@ pub fn import_cisco_mcp_scanner(report: String, server: Option<String>) -> Resul
 #[napi]
 pub fn configured_servers(file: String, contents: String, project: Option<String>) -> Result<Vec<String>> {
     guard(|| {
-        let kind: HarnessFile = serde_json::from_value(Value::from(file.as_str()))
-            .map_err(|_| Failure::Input(format!("`{file}` is not a harness file kind")))?;
-        Ok(core::configured_servers(kind, &contents, project.as_deref())?.into_iter().map(|c| c.to_string()).collect())
+        Ok(core::configured_servers(harness_file(&file)?, &contents, project.as_deref())?
+            .into_iter()
+            .map(|c| c.to_string())
+            .collect())
     })
 }
 

@@ -1,10 +1,8 @@
-//! Conversions at the boundary: time, randomness, stages, JSON values, bytes.
+//! JavaScript values at the boundary: times and seeds as numbers, JSON values, bytes.
 
-use agentfw_core::policy::Stage;
 use agentfw_core::time::Timestamp;
 use napi::bindgen_prelude::{Buffer, Either};
 use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 use serde_json::Value;
 
 use crate::errors::Failure;
@@ -12,48 +10,21 @@ use crate::errors::Failure;
 /// JavaScript numbers are exact up to here; larger integers (text ids) travel as strings.
 const MAX_SAFE: u64 = (1 << 53) - 1;
 
-pub fn at(now: Option<i64>) -> Timestamp {
-    now.map_or_else(wall_clock, |ms| Timestamp::from_millis(u64::try_from(ms).unwrap_or(0)))
-}
-
-#[allow(clippy::disallowed_methods)]
-fn wall_clock() -> Timestamp {
-    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    Timestamp::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+/// `now` in ms since the epoch, else the wall clock; a time before 1970 is refused.
+pub fn at(now: Option<i64>) -> Result<Timestamp, Failure> {
+    let now =
+        now.map(|ms| u64::try_from(ms).map_err(|_| Failure::Input(format!("`now` must not be negative, not {ms}"))));
+    Ok(agentfw_bind::host::at(now.transpose()?))
 }
 
 pub fn ms(t: Timestamp) -> i64 {
     i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
 }
 
-#[allow(clippy::disallowed_methods)]
+/// Randomness from the OS, or from `seed` (tests and vectors only).
 pub fn rng(seed: Option<i64>) -> Result<ChaCha20Rng, Failure> {
-    match seed {
-        Some(seed) => Ok(ChaCha20Rng::seed_from_u64(
-            u64::try_from(seed).map_err(|_| Failure::Input("`seed` must not be negative".to_owned()))?,
-        )),
-        None => {
-            let mut key = [0u8; 32];
-            getrandom::fill(&mut key).map_err(|e| Failure::Input(format!("the OS has no randomness to give: {e}")))?;
-            Ok(ChaCha20Rng::from_seed(key))
-        }
-    }
-}
-
-pub fn stage(on: Option<&str>) -> Result<Stage, Failure> {
-    match on.unwrap_or("sending") {
-        "sending" | "message.sending" => Ok(Stage::Sending),
-        "delivering" | "message.delivering" => Ok(Stage::Delivering),
-        other => Err(Failure::Input(format!("`on` must be `sending` or `delivering`, not `{other}`"))),
-    }
-}
-
-pub fn stage_name(stage: Stage) -> String {
-    match stage {
-        Stage::Sending => "sending",
-        Stage::Delivering => "delivering",
-    }
-    .to_owned()
+    let seed = seed.map(|s| u64::try_from(s).map_err(|_| Failure::Input("`seed` must not be negative".to_owned())));
+    agentfw_bind::host::rng(seed.transpose()?)
 }
 
 /// A core JSON value made safe for JavaScript: integers past 2^53 become strings.
@@ -66,8 +37,10 @@ pub fn js(value: Value) -> Value {
     }
 }
 
-pub fn to_js(value: &impl serde::Serialize) -> Value {
-    js(serde_json::to_value(value).unwrap_or_default())
+/// A core value in its JSON form, made safe for JavaScript; `what` names it should that
+/// fail.
+pub fn to_js(what: &str, value: &impl serde::Serialize) -> Result<Value, Failure> {
+    Ok(js(agentfw_bind::json::value(what, value)?))
 }
 
 /// Text as a string, or bytes as a Buffer.

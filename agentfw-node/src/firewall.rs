@@ -1,8 +1,8 @@
 //! The firewall state machine and the message types it passes around.
 
-use agentfw_core::firewall::{
-    self as core, Accepted, AdminAction, Config, Firewall as CoreFirewall, Input, Outgoing, State,
-};
+use agentfw_bind::names::stage_name;
+use agentfw_bind::{config, json, output};
+use agentfw_core::firewall::{self as core, Accepted, AdminAction, Firewall as CoreFirewall, Input, Outgoing, State};
 use agentfw_core::message::{self, AgentId, MessageId, ThreadId};
 use agentfw_core::provenance;
 use agentfw_core::time::Timestamp;
@@ -11,7 +11,7 @@ use napi_derive::napi;
 use rand_chacha::ChaCha20Rng;
 use serde_json::Value;
 
-use crate::convert::{at, bytes, ms, rng, stage_name, to_js};
+use crate::convert::{at, bytes, ms, rng, to_js};
 use crate::errors::{Failure, Result, guard};
 use crate::policy::{Policy, Reloadable, rules_of};
 use crate::text::Fenced;
@@ -29,6 +29,7 @@ pub struct Agent {
 impl Agent {
     fn core(&self) -> message::Agent {
         message::Agent {
+            // An agent on no named machine is on this one, as the core's `Agent::new` has it.
             machine: self.machine.clone().unwrap_or_default(),
             ..message::Agent::new(self.id.clone(), self.kind.clone(), self.project.clone())
         }
@@ -128,7 +129,9 @@ impl Message {
                 hops: self.provenance.hops,
             },
             turn: self.turn,
-            sent_at: Timestamp::from_millis(u64::try_from(self.sent_at).unwrap_or(0)),
+            sent_at: Timestamp::from_millis(u64::try_from(self.sent_at).map_err(|_| {
+                Failure::Input(format!("a message's `sentAt` must not be negative, not {}", self.sent_at))
+            })?),
         })
     }
 }
@@ -160,7 +163,8 @@ pub struct Refusal {
 }
 
 /// The firewall's answer to one input. `kind` is `accepted`, `delivered`, `held`,
-/// `refused` or `done`; the other fields are set where that kind has them.
+/// `refused` or `done`; the other fields are set where that kind has them. In
+/// `index.d.ts` it is a union discriminated by `kind` (`scripts/typedefs.mjs` writes it).
 #[napi(object)]
 #[derive(Clone, Debug)]
 pub struct Output {
@@ -175,43 +179,20 @@ pub struct Output {
 
 impl From<core::Output> for Output {
     fn from(out: core::Output) -> Self {
-        let empty = |kind: &str| Output {
-            kind: kind.to_owned(),
-            message: None,
-            fenced: None,
-            warnings: Vec::new(),
-            until: None,
-            reason: None,
-            refusal: None,
-        };
-        let warn = |w: &[core::Reason]| w.iter().map(Reason::from).collect();
-        match out {
-            core::Output::Accepted { message, warnings } => {
-                Output { warnings: warn(&warnings), message: Some((&message).into()), ..empty("accepted") }
-            }
-            core::Output::Delivered { delivery, warnings } => Output {
-                warnings: warn(&warnings),
-                fenced: Some(delivery.fenced.into()),
-                message: Some((&delivery.message).into()),
-                ..empty("delivered")
-            },
-            core::Output::Held { message, until, reason } => Output {
-                until: Some(ms(until)),
-                reason: Some((&reason).into()),
-                message: Some((&message).into()),
-                ..empty("held")
-            },
-            core::Output::Refused(refusal) => Output {
-                reason: Some((&refusal.reason).into()),
-                refusal: Some(Refusal {
-                    id: refusal.id.to_string(),
-                    stage: stage_name(refusal.stage),
-                    reason: (&refusal.reason).into(),
-                    message: refusal.message(),
-                }),
-                ..empty("refused")
-            },
-            core::Output::Done => empty("done"),
+        let out = output::flatten(out);
+        Output {
+            kind: out.kind.to_owned(),
+            message: out.message.as_ref().map(Message::from),
+            fenced: out.fenced.map(Fenced::from),
+            warnings: out.warnings.iter().map(Reason::from).collect(),
+            until: out.until.map(ms),
+            reason: out.reason.as_ref().map(Reason::from),
+            refusal: out.refusal.map(|r| Refusal {
+                id: r.id.to_string(),
+                stage: stage_name(r.stage).to_owned(),
+                reason: (&r.reason).into(),
+                message: r.message(),
+            }),
         }
     }
 }
@@ -242,31 +223,6 @@ fn rules_option(
     })
 }
 
-fn config_of(overrides: Option<Value>) -> std::result::Result<Config, Failure> {
-    let Some(overrides) = overrides.filter(|o| !o.is_null()) else {
-        return Ok(Config::default());
-    };
-    let mut base = serde_json::to_value(Config::default()).map_err(|e| Failure::Input(e.to_string()))?;
-    merge(&mut base, overrides);
-    serde_json::from_value(base).map_err(|e| Failure::Input(format!("bad firewall config: {e}")))
-}
-
-fn merge(base: &mut Value, over: Value) {
-    match (base, over) {
-        (Value::Object(b), Value::Object(o)) => {
-            for (k, v) in o {
-                match b.get_mut(&k) {
-                    Some(slot) => merge(slot, v),
-                    None => {
-                        b.insert(k, v);
-                    }
-                }
-            }
-        }
-        (slot, v) => *slot = v,
-    }
-}
-
 /// An admin action from JavaScript: a text id given as a string (as events give it) is
 /// read back as the number the core uses.
 fn admin_action(mut action: Value) -> std::result::Result<AdminAction, Failure> {
@@ -275,7 +231,7 @@ fn admin_action(mut action: Value) -> std::result::Result<AdminAction, Failure> 
     {
         *text = Value::from(n);
     }
-    serde_json::from_value(action).map_err(|e| Failure::Input(format!("not an admin action: {e}")))
+    json::input("an admin action", action)
 }
 
 /// The firewall state machine. Time defaults to the wall clock (pass `now`, in ms since
@@ -290,10 +246,13 @@ pub struct Firewall {
 impl Firewall {
     /// `config` overrides the defaults key by key (the core's `Config` in JSON form, e.g.
     /// `{max_message_bytes: 1024, admission: {mode: 'enforce'}}`).
-    #[napi(constructor)]
+    #[napi(
+        constructor,
+        ts_args_type = "config?: JsonObject | undefined | null, options?: FirewallOptions | undefined | null"
+    )]
     pub fn new(config: Option<Value>, options: Option<FirewallOptions>) -> Result<Self> {
         guard(|| {
-            let mut inner = CoreFirewall::new(config_of(config)?);
+            let mut inner = CoreFirewall::new(config::firewall(config)?);
             inner.set_rules(rules_option(&options)?);
             Ok(Firewall { inner, rng: rng(options.as_ref().and_then(|o| o.seed))? })
         })
@@ -304,8 +263,7 @@ impl Firewall {
     #[napi(factory)]
     pub fn restore(snapshot: Either<String, Buffer>, options: Option<FirewallOptions>) -> Result<Self> {
         guard(|| {
-            let state: State = serde_json::from_slice(&bytes(snapshot))
-                .map_err(|e| Failure::Snapshot(format!("not a firewall snapshot: {e}")))?;
+            let state: State = json::restore("a firewall snapshot", &bytes(snapshot))?;
             let mut inner = CoreFirewall::restore(state);
             inner.set_rules(rules_option(&options)?);
             Ok(Firewall { inner, rng: rng(options.as_ref().and_then(|o| o.seed))? })
@@ -314,14 +272,14 @@ impl Firewall {
 
     /// The whole state, pending events included, as UTF-8 JSON in a Buffer.
     #[napi]
-    pub fn snapshot(&self) -> Buffer {
-        serde_json::to_vec(&self.inner.snapshot()).unwrap_or_default().into()
+    pub fn snapshot(&self) -> Result<Buffer> {
+        guard(|| Ok(json::bytes("the firewall state", &self.inner.snapshot())?.into()))
     }
 
     /// The whole state as JSON text.
     #[napi]
-    pub fn snapshot_json(&self) -> String {
-        serde_json::to_string(&self.inner.snapshot()).unwrap_or_default()
+    pub fn snapshot_json(&self) -> Result<String> {
+        guard(|| json::text("the firewall state", &self.inner.snapshot()))
     }
 
     /// Judge content with these rules from now on (none: the default pack).
@@ -348,7 +306,7 @@ impl Firewall {
                 Either::A(body) => Outgoing { from: from.core(), to: to.core(), body, reply_to },
                 Either::B(buffer) => Outgoing::from_bytes(from.core(), to.core(), &buffer, reply_to)?,
             };
-            Ok(self.inner.handle(at(now), &mut self.rng, Input::Send(outgoing)).into())
+            Ok(self.inner.handle(at(now)?, &mut self.rng, Input::Send(outgoing)).into())
         })
     }
 
@@ -357,7 +315,7 @@ impl Firewall {
     pub fn deliver(&mut self, message: Message, now: Option<i64>) -> Result<Output> {
         guard(|| {
             let message = message.core()?;
-            Ok(self.inner.handle(at(now), &mut self.rng, Input::Deliver(message)).into())
+            Ok(self.inner.handle(at(now)?, &mut self.rng, Input::Deliver(message)).into())
         })
     }
 
@@ -365,18 +323,18 @@ impl Firewall {
     #[napi]
     pub fn human_turn(&mut self, agent: String, now: Option<i64>) -> Result<()> {
         guard(|| {
-            let _ = self.inner.handle(at(now), &mut self.rng, Input::HumanTurn(AgentId::new(agent)));
+            let _ = self.inner.handle(at(now)?, &mut self.rng, Input::HumanTurn(AgentId::new(agent)));
             Ok(())
         })
     }
 
     /// An admin action in the core's JSON form, e.g.
     /// `{action: 'lift_quarantine', agent: 'codex:api'}`.
-    #[napi]
+    #[napi(ts_args_type = "action: AdminAction, now?: number | undefined | null")]
     pub fn admin(&mut self, action: Value, now: Option<i64>) -> Result<()> {
         guard(|| {
             let action = admin_action(action)?;
-            let _ = self.inner.handle(at(now), &mut self.rng, Input::Admin(action));
+            let _ = self.inner.handle(at(now)?, &mut self.rng, Input::Admin(action));
             Ok(())
         })
     }
@@ -385,7 +343,7 @@ impl Firewall {
     #[napi]
     pub fn timeout(&mut self, now: Option<i64>) -> Result<()> {
         guard(|| {
-            let _ = self.inner.handle(at(now), &mut self.rng, Input::Timeout);
+            let _ = self.inner.handle(at(now)?, &mut self.rng, Input::Timeout);
             Ok(())
         })
     }
@@ -397,26 +355,26 @@ impl Firewall {
     }
 
     /// The next event (the core's JSON form, e.g. `{event: 'decision', ...}`), or null.
-    #[napi]
-    pub fn poll_event(&mut self) -> Option<Value> {
-        self.inner.poll_event().map(|e| to_js(&e))
+    #[napi(ts_return_type = "FirewallEvent | null")]
+    pub fn poll_event(&mut self) -> Result<Option<Value>> {
+        guard(|| self.inner.poll_event().map(|e| to_js("an event", &e)).transpose())
     }
 
     /// Every pending event, oldest first (drains them).
-    #[napi]
-    pub fn events(&mut self) -> Vec<Value> {
-        std::iter::from_fn(|| self.inner.poll_event()).map(|e| to_js(&e)).collect()
+    #[napi(ts_return_type = "Array<FirewallEvent>")]
+    pub fn events(&mut self) -> Result<Vec<Value>> {
+        guard(|| std::iter::from_fn(|| self.inner.poll_event()).map(|e| to_js("an event", &e)).collect())
     }
 
     /// The live quarantine of `agent` (`{until, message, reason}`), or null.
-    #[napi]
-    pub fn quarantine_of(&self, agent: String, now: Option<i64>) -> Option<Value> {
-        self.inner.quarantine_of(at(now), &AgentId::new(agent)).map(to_js)
+    #[napi(ts_return_type = "Quarantine | null")]
+    pub fn quarantine_of(&self, agent: String, now: Option<i64>) -> Result<Option<Value>> {
+        guard(|| self.inner.quarantine_of(at(now)?, &AgentId::new(agent)).map(|q| to_js("a quarantine", q)).transpose())
     }
 
     /// The configuration in force, in the core's JSON form.
-    #[napi(getter)]
-    pub fn config(&self) -> Value {
-        to_js(self.inner.config())
+    #[napi(getter, ts_return_type = "JsonObject")]
+    pub fn config(&self) -> Result<Value> {
+        guard(|| to_js("the firewall config", self.inner.config()))
     }
 }

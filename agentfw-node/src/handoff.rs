@@ -1,5 +1,6 @@
 //! Signed plans from a planner to an executor (HO1).
 
+use agentfw_bind::json;
 use agentfw_core::handoff::{self as core, DEFAULT_MAX_PLAN};
 use agentfw_core::seal::KeyError;
 use ed25519_dalek::VerifyingKey;
@@ -28,10 +29,17 @@ impl Signer {
         })
     }
 
-    /// A fresh signer (randomness from the OS, or `seed` for tests).
+    /// A fresh signer, randomness from the OS.
     #[napi(factory)]
-    pub fn generate(seed: Option<i64>) -> Result<Self> {
-        guard(|| Ok(Signer { inner: core::Signer::generate(&mut rng(seed)?) }))
+    pub fn generate() -> Result<Self> {
+        guard(|| Ok(Signer { inner: core::Signer::generate(&mut rng(None)?) }))
+    }
+
+    /// A signer drawn from `seed`: anyone who knows the seed can sign as it, so this is for
+    /// tests and test vectors only.
+    #[napi(factory)]
+    pub fn generate_for_tests(seed: i64) -> Result<Self> {
+        guard(|| Ok(Signer { inner: core::Signer::generate(&mut rng(Some(seed))?) }))
     }
 
     #[napi(getter)]
@@ -54,7 +62,7 @@ impl Signer {
         options: Option<RandomOptions>,
     ) -> Result<Buffer> {
         let (now, seed) = options.map_or((None, None), |o| (o.now, o.seed));
-        guard(|| Ok(self.inner.sign(&bytes(plan), &executor, at(now), &mut rng(seed)?)?.to_bytes().into()))
+        guard(|| Ok(self.inner.sign(&bytes(plan), &executor, at(now)?, &mut rng(seed)?)?.to_bytes().into()))
     }
 }
 
@@ -84,7 +92,7 @@ pub struct Verifier {
 #[napi]
 impl Verifier {
     #[napi(constructor)]
-    pub fn new(executor: String, options: Option<VerifierOptions>) -> Self {
+    pub fn new(executor: String, options: Option<VerifierOptions>) -> Result<Self> {
         let (replay, max_plan) = match options {
             None => (None, None),
             Some(o) => (
@@ -92,9 +100,10 @@ impl Verifier {
                 o.max_plan,
             ),
         };
-        let inner = core::Verifier::new(executor, replay_config(replay))
-            .with_max_plan(max_plan.map_or(DEFAULT_MAX_PLAN, |m| m as usize));
-        Verifier { inner }
+        let replay = guard(|| replay_config(replay))?;
+        let inner =
+            core::Verifier::new(executor, replay).with_max_plan(max_plan.map_or(DEFAULT_MAX_PLAN, |m| m as usize));
+        Ok(Verifier { inner })
     }
 
     /// Trust plans signed by this 32-byte public key; returns the signer's id.
@@ -123,7 +132,7 @@ impl Verifier {
     #[napi]
     pub fn verify(&mut self, handoff: Buffer, now: Option<i64>) -> Result<VerifiedPlan> {
         guard(|| {
-            let v = self.inner.verify(&handoff, at(now))?;
+            let v = self.inner.verify(&handoff, at(now)?)?;
             Ok(VerifiedPlan {
                 signer: v.signer().to_string(),
                 issued_at: ms(v.issued_at()),
@@ -134,16 +143,14 @@ impl Verifier {
 
     /// The accepted nonces as JSON, to persist.
     #[napi]
-    pub fn nonces_json(&self) -> String {
-        serde_json::to_string(self.inner.nonces()).unwrap_or_default()
+    pub fn nonces_json(&self) -> Result<String> {
+        guard(|| json::text("the accepted nonces", self.inner.nonces()))
     }
 
     #[napi]
     pub fn restore_nonces(&mut self, data: Either<String, Buffer>) -> Result<()> {
         guard(|| {
-            let nonces = serde_json::from_slice(&bytes(data))
-                .map_err(|e| Failure::Snapshot(format!("not saved nonces: {e}")))?;
-            self.inner.restore_nonces(nonces);
+            self.inner.restore_nonces(json::restore("saved nonces", &bytes(data))?);
             Ok(())
         })
     }

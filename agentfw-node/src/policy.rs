@@ -1,22 +1,24 @@
 //! Rule sets, diagnostics, verdicts, explanations and `scan` (PR1–PR8).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use agentfw_bind::names::{self, stage, stage_name};
+use agentfw_bind::rules::{self as load, default_pack};
 use agentfw_core::policy::{
-    self as core, Explanation as CoreExplanation, Outcome, PolicyError, RuleSet, RuleVerdict, Rules, Scanner,
-    SourceFile, Sources, cases,
+    self as core, Explanation as CoreExplanation, RuleSet, RuleVerdict, Rules, Scanner, SourceFile, Sources, cases,
 };
 use napi::bindgen_prelude::{ClassInstance, Either};
 use napi_derive::napi;
 
-use crate::convert::{at, count, stage, stage_name};
+use crate::convert::{at, count};
 use crate::errors::{Failure, Result, guard};
 
 /// A verdict on a text: `allow` or `deny`, with the rule that decided and its reason.
 #[napi(object)]
 #[derive(Clone, Debug)]
 pub struct Verdict {
+    #[napi(ts_type = "'allow' | 'deny'")]
     pub verdict: String,
     pub rule: Option<String>,
     pub reason: Option<String>,
@@ -24,12 +26,8 @@ pub struct Verdict {
 
 impl From<RuleVerdict> for Verdict {
     fn from(v: RuleVerdict) -> Self {
-        match v {
-            RuleVerdict::Allow => Verdict { verdict: "allow".to_owned(), rule: None, reason: None },
-            RuleVerdict::Deny { rule, reason } => {
-                Verdict { verdict: "deny".to_owned(), rule: Some(rule), reason: Some(reason) }
-            }
-        }
+        let (verdict, rule, reason) = names::verdict(v);
+        Verdict { verdict: verdict.to_owned(), rule, reason }
     }
 }
 
@@ -58,11 +56,7 @@ impl From<CoreExplanation> for Explanation {
             .outcomes
             .into_iter()
             .map(|o| {
-                let (result, error) = match o.result {
-                    Outcome::Matched => ("matched", None),
-                    Outcome::NotMatched => ("not_matched", None),
-                    Outcome::Failed(why) => ("failed", Some(why)),
-                };
+                let (result, error) = names::outcome(o.result);
                 RuleOutcome { rule: o.rule, verdict: o.verdict.as_str().to_owned(), result: result.to_owned(), error }
             })
             .collect();
@@ -153,11 +147,6 @@ pub struct NamedText {
     pub text: String,
 }
 
-fn default_pack() -> std::result::Result<Arc<RuleSet>, Failure> {
-    static PACK: OnceLock<std::result::Result<Arc<RuleSet>, PolicyError>> = OnceLock::new();
-    PACK.get_or_init(|| RuleSet::default_pack().map(Arc::new)).clone().map_err(Failure::from)
-}
-
 /// The rules an option names, or the default pack.
 pub fn rules_of(rules: Option<Either<&Policy, &Reloadable>>) -> std::result::Result<Arc<dyn Rules>, Failure> {
     Ok(match rules {
@@ -167,54 +156,25 @@ pub fn rules_of(rules: Option<Either<&Policy, &Reloadable>>) -> std::result::Res
     })
 }
 
-pub fn read_files(paths: &[PathBuf]) -> std::result::Result<Vec<SourceFile>, Failure> {
-    fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::result::Result<(), Failure> {
-        let io = |e: std::io::Error| Failure::Io(format!("cannot read `{}`: {e}", path.display()));
-        if !std::fs::metadata(path).map_err(io)?.is_dir() {
-            out.push(path.to_owned());
-            return Ok(());
-        }
-        let mut entries: Vec<PathBuf> =
-            std::fs::read_dir(path).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        entries.sort();
-        for entry in entries {
-            if entry.is_dir() {
-                collect(&entry, out)?;
-            } else if entry.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                out.push(entry);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        let mut found = Vec::new();
-        collect(path, &mut found)?;
-        if found.is_empty() {
-            return Err(Failure::Io(format!("`{}` holds no `.yaml` or `.yml` files", path.display())));
-        }
-        for file in found {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| Failure::Io(format!("cannot read `{}`: {e}", file.display())))?;
-            files.push(SourceFile::new(file.display().to_string(), text));
-        }
-    }
-    Ok(files)
-}
-
+/// Files given by name and text; an absent list is no files.
 fn files(list: Option<Vec<NamedText>>) -> Vec<SourceFile> {
-    list.unwrap_or_default().into_iter().map(|f| SourceFile::new(f.name, f.text)).collect()
+    list.into_iter().flatten().map(|f| SourceFile::new(f.name, f.text)).collect()
 }
 
 fn compile(sources: &Sources) -> Result<Policy> {
-    guard(|| Ok(Policy { rules: Arc::new(RuleSet::compile(sources)?) }))
+    guard(|| Ok(Policy { rules: load::compile(sources)? }))
+}
+
+/// A rule file's name: `rules.yaml` unless given.
+fn rules_name(name: Option<String>) -> String {
+    name.unwrap_or_else(|| "rules.yaml".to_owned())
 }
 
 fn judge(rules: Arc<dyn Rules>, text: &str, options: Option<JudgeOptions>) -> Result<Verdict> {
     guard(|| {
         let (hops, on, now) = options.map_or((None, None, None), |o| (o.hops, o.on, o.now));
-        let stage = stage(on.as_deref())?;
-        Ok(Scanner::new(rules).judge(text, stage, hops.unwrap_or(1), at(now)).into())
+        let stage = stage(on.as_deref().unwrap_or("sending"))?;
+        Ok(Scanner::new(rules).judge(text, stage, hops.unwrap_or(1), at(now)?).into())
     })
 }
 
@@ -235,7 +195,7 @@ impl Policy {
     /// One rule file's text, over the default pack's pattern sets.
     #[napi(factory)]
     pub fn from_text(text: String, name: Option<String>) -> Result<Self> {
-        compile(&Sources::over_default_pack([SourceFile::new(name.unwrap_or_else(|| "rules.yaml".to_owned()), text)]))
+        compile(&load::text(rules_name(name), text))
     }
 
     /// Rule, pattern and placeholder files (or folders of them), over the default pack's
@@ -243,8 +203,7 @@ impl Policy {
     #[napi(factory)]
     pub fn from_files(paths: Vec<String>) -> Result<Self> {
         let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
-        let sources = guard(|| Ok(Sources::over_default_pack(read_files(&paths)?)))?;
-        compile(&sources)
+        compile(&guard(|| load::files(&paths))?)
     }
 
     /// Exactly these files: nothing from the default pack.
@@ -261,12 +220,7 @@ impl Policy {
     /// line, column, a stable code and a rendering with a caret.
     #[napi]
     pub fn check(text: String, name: Option<String>) -> Vec<Diagnostic> {
-        let sources =
-            Sources::over_default_pack([SourceFile::new(name.unwrap_or_else(|| "rules.yaml".to_owned()), text)]);
-        match RuleSet::compile(&sources) {
-            Ok(_) => Vec::new(),
-            Err(e) => e.diagnostics().iter().map(Diagnostic::from).collect(),
-        }
+        load::check(rules_name(name), text).iter().map(Diagnostic::from).collect()
     }
 
     /// The verdict on `text` as a message that travelled `hops` hops.
@@ -281,7 +235,7 @@ impl Policy {
         guard(|| {
             let (hops, on, now) = options.map_or((None, None, None), |o| (o.hops, o.on, o.now));
             let scanner = Scanner::new(Arc::clone(&self.rules) as Arc<dyn Rules>);
-            Ok(scanner.explain(&text, stage(on.as_deref())?, hops.unwrap_or(1), at(now)).into())
+            Ok(scanner.explain(&text, stage(on.as_deref().unwrap_or("sending"))?, hops.unwrap_or(1), at(now)?).into())
         })
     }
 
@@ -291,7 +245,7 @@ impl Policy {
         guard(|| {
             let list = cases::read(&SourceFile::new(name.unwrap_or_else(|| "cases.yaml".to_owned()), text))?;
             let scanner = Scanner::new(Arc::clone(&self.rules) as Arc<dyn Rules>);
-            Ok(cases::run(&scanner, &list, at(now))
+            Ok(cases::run(&scanner, &list, at(now)?)
                 .into_iter()
                 .map(|r| {
                     let passed = r.passed();
@@ -300,7 +254,7 @@ impl Policy {
                         note: c.note,
                         text: c.text,
                         hops: c.hops,
-                        on: stage_name(c.stage),
+                        on: stage_name(c.stage).to_owned(),
                         want: c.want.as_str().to_owned(),
                         rule: c.rule,
                         file: c.file,
@@ -320,7 +274,7 @@ impl Policy {
             .rules()
             .map(|r| RuleInfo {
                 id: r.id.clone(),
-                on: r.on.iter().map(|s| stage_name(*s)).collect(),
+                on: r.on.iter().map(|s| stage_name(*s).to_owned()).collect(),
                 when: r.when.clone(),
                 verdict: r.verdict.as_str().to_owned(),
                 reason: r.reason.clone(),
@@ -361,15 +315,14 @@ impl Reloadable {
     /// Compiles a rule file's text and puts it in force; on error nothing changes.
     #[napi]
     pub fn reload_text(&self, text: String, name: Option<String>) -> Result<()> {
-        let name = name.unwrap_or_else(|| "rules.yaml".to_owned());
-        guard(|| Ok(self.inner.reload(&Sources::over_default_pack([SourceFile::new(name, text)]))?))
+        guard(|| Ok(self.inner.reload(&load::text(rules_name(name), text))?))
     }
 
     /// Reads and compiles files and puts them in force; on error nothing changes.
     #[napi]
     pub fn reload_files(&self, paths: Vec<String>) -> Result<()> {
         let paths: Vec<PathBuf> = paths.into_iter().map(PathBuf::from).collect();
-        guard(|| Ok(self.inner.reload(&Sources::over_default_pack(read_files(&paths)?))?))
+        guard(|| Ok(self.inner.reload(&load::files(&paths)?)?))
     }
 
     /// Puts an already compiled policy in force.

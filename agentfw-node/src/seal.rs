@@ -1,7 +1,9 @@
 //! Device keys, bundles, rotations, the keyring, the replay cache, and envelopes (TX2–TX5).
 
+use agentfw_bind::json;
+use agentfw_bind::names::key_status;
 use agentfw_core::message::MessageId;
-use agentfw_core::seal::{self as core, DeviceId, DeviceKeys, Draft, Envelope, KeyStatus, Limits, ReplayConfig};
+use agentfw_core::seal::{self as core, DeviceId, DeviceKeys, Draft, Envelope, Limits, ReplayConfig};
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
 
@@ -99,6 +101,12 @@ pub struct RandomOptions {
     pub seed: Option<i64>,
 }
 
+/// Options of calls that make keys.
+#[napi(object)]
+pub struct KeyOptions {
+    pub now: Option<i64>,
+}
+
 /// One device's secret keys (Ed25519 to sign, X-Wing to receive).
 #[napi]
 pub struct Keys {
@@ -107,11 +115,17 @@ pub struct Keys {
 
 #[napi]
 impl Keys {
-    /// Fresh keys, randomness from the OS (or from `seed`, for tests only).
+    /// Fresh keys, randomness from the OS.
     #[napi(factory)]
-    pub fn generate(options: Option<RandomOptions>) -> Result<Self> {
-        let (now, seed) = options.map_or((None, None), |o| (o.now, o.seed));
-        guard(|| Ok(Keys { inner: DeviceKeys::generate(at(now), &mut rng(seed)?) }))
+    pub fn generate(options: Option<KeyOptions>) -> Result<Self> {
+        guard(|| Ok(Keys { inner: DeviceKeys::generate(at(options.and_then(|o| o.now))?, &mut rng(None)?) }))
+    }
+
+    /// Keys drawn from `seed`: anyone who knows the seed has the secrets, so these are for
+    /// tests and test vectors only, never for a device.
+    #[napi(factory)]
+    pub fn generate_for_tests(seed: i64, options: Option<KeyOptions>) -> Result<Self> {
+        guard(|| Ok(Keys { inner: DeviceKeys::generate(at(options.and_then(|o| o.now))?, &mut rng(Some(seed))?) }))
     }
 
     /// Reads a key file (`agentfw-keys-v1`).
@@ -146,12 +160,11 @@ impl Keys {
         self.inner.supersedes().map(|d| d.to_string())
     }
 
-    /// New keys for this device and the rotation notice for peers.
+    /// New keys for this device (randomness from the OS) and the rotation notice for peers.
     #[napi]
-    pub fn rotate(&self, options: Option<RandomOptions>) -> Result<Rotated> {
-        let (now, seed) = options.map_or((None, None), |o| (o.now, o.seed));
+    pub fn rotate(&self, options: Option<KeyOptions>) -> Result<Rotated> {
         guard(|| {
-            let (next, rotation) = self.inner.rotate(at(now), &mut rng(seed)?);
+            let (next, rotation) = self.inner.rotate(at(options.and_then(|o| o.now))?, &mut rng(None)?);
             Ok(Rotated { keys: Keys { inner: next }, rotation: Rotation { inner: rotation } })
         })
     }
@@ -180,7 +193,7 @@ impl Keyring {
     /// Stop accepting anything signed by this device.
     #[napi]
     pub fn revoke(&mut self, device: String, now: Option<i64>) -> Result<()> {
-        guard(|| Ok(self.inner.revoke(self::device(&device)?, at(now))?))
+        guard(|| Ok(self.inner.revoke(self::device(&device)?, at(now)?)?))
     }
 
     /// Apply a device's rotation: its old keys stop verifying, the new ones are trusted.
@@ -196,18 +209,9 @@ impl Keyring {
     }
 
     /// `active`, `superseded`, `revoked`, or null for an unknown device.
-    #[napi]
+    #[napi(ts_return_type = "'active' | 'superseded' | 'revoked' | null")]
     pub fn status(&self, device: String) -> Result<Option<String>> {
-        guard(|| {
-            Ok(self.inner.get(self::device(&device)?).map(|p| {
-                match p.status {
-                    KeyStatus::Active => "active",
-                    KeyStatus::Superseded { .. } => "superseded",
-                    KeyStatus::Revoked { .. } => "revoked",
-                }
-                .to_owned()
-            }))
-        })
+        guard(|| Ok(self.inner.get(self::device(&device)?).map(|p| key_status(&p.status).to_owned())))
     }
 
     #[napi(getter)]
@@ -216,17 +220,13 @@ impl Keyring {
     }
 
     #[napi]
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.inner).unwrap_or_default()
+    pub fn to_json(&self) -> Result<String> {
+        guard(|| json::text("the keyring", &self.inner))
     }
 
     #[napi(factory)]
     pub fn from_json(data: Either<String, Buffer>) -> Result<Self> {
-        guard(|| {
-            serde_json::from_slice(&bytes(data))
-                .map(|inner| Keyring { inner })
-                .map_err(|e| Failure::Snapshot(format!("not a saved keyring: {e}")))
-        })
+        guard(|| Ok(Keyring { inner: json::restore("a saved keyring", &bytes(data))? }))
     }
 }
 
@@ -238,17 +238,21 @@ pub struct ReplayOptions {
     pub max_skew_ms: Option<i64>,
 }
 
-pub fn replay_config(options: Option<ReplayOptions>) -> ReplayConfig {
+/// The options over the core's defaults; a negative duration is refused.
+pub fn replay_config(options: Option<ReplayOptions>) -> std::result::Result<ReplayConfig, Failure> {
     let d = ReplayConfig::default();
-    let Some(o) = options else { return d };
-    let dur = |v: Option<i64>, default| {
-        v.map_or(default, |ms| std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0)))
+    let Some(o) = options else { return Ok(d) };
+    let dur = |name: &str, v: Option<i64>, default| match v {
+        None => Ok(default),
+        Some(ms) => u64::try_from(ms)
+            .map(std::time::Duration::from_millis)
+            .map_err(|_| Failure::Input(format!("`{name}` must not be negative, not {ms}"))),
     };
-    ReplayConfig {
+    Ok(ReplayConfig {
         capacity: o.capacity.map_or(d.capacity, |c| c as usize),
-        max_age: dur(o.max_age_ms, d.max_age),
-        max_skew: dur(o.max_skew_ms, d.max_skew),
-    }
+        max_age: dur("maxAgeMs", o.max_age_ms, d.max_age)?,
+        max_skew: dur("maxSkewMs", o.max_skew_ms, d.max_skew)?,
+    })
 }
 
 /// Which messages were already accepted (TX4), as explicit state to persist.
@@ -260,8 +264,8 @@ pub struct ReplayCache {
 #[napi]
 impl ReplayCache {
     #[napi(constructor)]
-    pub fn new(options: Option<ReplayOptions>) -> Self {
-        ReplayCache { inner: core::ReplayCache::new(replay_config(options)) }
+    pub fn new(options: Option<ReplayOptions>) -> Result<Self> {
+        guard(|| Ok(ReplayCache { inner: core::ReplayCache::new(replay_config(options)?) }))
     }
 
     #[napi(getter)]
@@ -271,8 +275,11 @@ impl ReplayCache {
 
     /// Drop entries that can no longer pass the window.
     #[napi]
-    pub fn prune(&mut self, now: Option<i64>) {
-        self.inner.prune(at(now));
+    pub fn prune(&mut self, now: Option<i64>) -> Result<()> {
+        guard(|| {
+            self.inner.prune(at(now)?);
+            Ok(())
+        })
     }
 
     #[napi]
@@ -281,17 +288,13 @@ impl ReplayCache {
     }
 
     #[napi]
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.inner).unwrap_or_default()
+    pub fn to_json(&self) -> Result<String> {
+        guard(|| json::text("the replay cache", &self.inner))
     }
 
     #[napi(factory)]
     pub fn from_json(data: Either<String, Buffer>) -> Result<Self> {
-        guard(|| {
-            serde_json::from_slice(&bytes(data))
-                .map(|inner| ReplayCache { inner })
-                .map_err(|e| Failure::Snapshot(format!("not a saved replay cache: {e}")))
-        })
+        guard(|| Ok(ReplayCache { inner: json::restore("a saved replay cache", &bytes(data))? }))
     }
 }
 
@@ -360,7 +363,7 @@ pub fn seal(
     guard(|| {
         let o =
             options.unwrap_or(SealOptions { content_type: None, id: None, now: None, seed: None, max_plaintext: None });
-        let now = at(o.now);
+        let now = at(o.now)?;
         let mut rng = rng(o.seed)?;
         let id = match o.id {
             Some(id) => id.parse::<MessageId>()?,
@@ -387,7 +390,8 @@ pub fn open(
 ) -> Result<Opened> {
     guard(|| {
         let (now, max) = options.map_or((None, None), |o| (o.now, o.max_plaintext));
-        let opened = core::open(&recipient.inner, &keyring.inner, &mut replay.inner, &envelope, &limits(max), at(now))?;
+        let opened =
+            core::open(&recipient.inner, &keyring.inner, &mut replay.inner, &envelope, &limits(max), at(now)?)?;
         Ok(Opened { header: Header::from(&opened.header), body: opened.body.into() })
     })
 }

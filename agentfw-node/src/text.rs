@@ -97,7 +97,7 @@ pub fn fingerprint(folded: String) -> Fingerprints {
 /// A fresh message id (a ULID) for `now`.
 #[napi]
 pub fn message_id(now: Option<i64>, seed: Option<i64>) -> Result<String> {
-    guard(|| Ok(MessageId::generate(at(now), &mut rng(seed)?).to_string()))
+    guard(|| Ok(MessageId::generate(at(now)?, &mut rng(seed)?).to_string()))
 }
 
 /// The milliseconds since the epoch in a message id.

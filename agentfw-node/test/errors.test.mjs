@@ -1,21 +1,33 @@
 // Each kind of core error reaches JavaScript with its stable `err.code`.
 import { test } from 'node:test'
 import assert from 'node:assert/strict'
+import { mkdtempSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 
 const af = createRequire(import.meta.url)('../index.js')
 const T0 = 1_796_047_500_000
 const WEB = { id: 'claude:1:1', kind: 'claude', project: 'web' }
 const API = { id: 'codex:2:2', kind: 'codex', project: 'api' }
-const KEYS = af.Keys.generate({ now: T0, seed: 1 })
-const OTHER = af.Keys.generate({ now: T0, seed: 2 })
-const SIGNER = af.Signer.generate(1)
+const KEYS = af.Keys.generateForTests(1, { now: T0 })
+const OTHER = af.Keys.generateForTests(2, { now: T0 })
+const SIGNER = af.Signer.generateForTests(1)
 
 const cases = [
   ['bad stage', () => af.scan('x', { on: 'sideways' }), 'input.invalid'],
   ['bad config', () => new af.Firewall({ limits: { max_turns: 'x' } }), 'input.invalid'],
   ['bad admin action', () => new af.Firewall().admin({ action: 'dance' }), 'input.invalid'],
   ['bad secret', () => af.Signer.fromSecret(Buffer.from('short')), 'input.invalid'],
+  ['time before 1970', () => af.messageId(-1), 'input.invalid'],
+  ['message sent before 1970', () => {
+    const fw = new af.Firewall()
+    fw.deliver({ ...fw.send(WEB, API, 'x', { now: T0 }).message, sentAt: -1 }, T0)
+  }, 'input.invalid'],
+  ['negative seed', () => af.Keys.generateForTests(-1), 'input.invalid'],
+  ['negative replay window', () => new af.ReplayCache({ maxAgeMs: -1 }), 'input.invalid'],
+  ['negative verifier skew', () => new af.Verifier('x', { maxSkewMs: -5 }), 'input.invalid'],
+  ['rule folder without rules', () => af.Policy.fromFiles([mkdtempSync(join(tmpdir(), 'agentfw-'))]), 'io.read'],
   ['not one character', () => af.isInvisible('ab'), 'input.invalid'],
   ['rules do not compile', () => af.Policy.fromText('id: ['), 'policy.invalid'],
   ['bad cases', () => af.Policy.default().test('cases: 3'), 'policy.invalid'],

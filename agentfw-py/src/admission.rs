@@ -1,14 +1,13 @@
 //! `agentfw.admission`: whether an agent may talk at all (AD1–AD8).
 
-use std::collections::BTreeSet;
-
-use agentfw_core::admission::{
-    self as core, AdmissionConfig, Component, ComponentId, HarnessFile, Inventory, Mode, NotAdmitted, Score,
-};
+use agentfw_bind::admission::{component_set, components, refused};
+use agentfw_bind::names::{harness_file, mode, mode_name};
+use agentfw_core::admission::{self as core, AdmissionConfig, ComponentId, Inventory, Mode, Score};
 use pyo3::prelude::*;
+use serde_json::Value;
 
-use crate::convert::{from_py, to_py};
-use crate::errors::{Failure, guard};
+use crate::convert::{from_py, to_py, to_py_data};
+use crate::errors::{Failure, exception, guard};
 
 /// A threshold given as a number (`7`, `6.5`) or a level (`"high"`).
 #[derive(FromPyObject)]
@@ -26,28 +25,13 @@ impl Threshold {
     }
 }
 
-fn mode(text: &str) -> Result<Mode, Failure> {
-    Ok(text.parse::<Mode>()?)
-}
-
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Off => "off",
-        Mode::Report => "report",
-        Mode::Enforce => "enforce",
-    }
-}
-
+/// An inventory as JSON text (a `str`) or as Python data.
 fn inventory(obj: &Bound<'_, PyAny>) -> Result<Inventory, Failure> {
-    let text = match obj.extract::<String>() {
-        Ok(text) => text,
-        Err(_) => from_py(obj)?.to_string(),
+    let value = match obj.extract::<String>() {
+        Ok(text) => Value::String(text),
+        Err(_) => from_py(obj)?,
     };
-    Ok(Inventory::from_json(&text)?)
-}
-
-fn component_set(ids: Vec<String>) -> Result<BTreeSet<ComponentId>, Failure> {
-    ids.into_iter().map(|id| ComponentId::new(id).map_err(Failure::from)).collect()
+    agentfw_bind::admission::inventory(value)
 }
 
 /// The gate's verdict on one agent.
@@ -70,23 +54,12 @@ impl Evaluation {
     /// Why not: `{"why", "component", "score", "level"}` plus its stable `code`, or None.
     #[getter]
     fn refused<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner
-            .refused
-            .as_ref()
-            .map(|r: &NotAdmitted| {
-                let mut value = serde_json::to_value(r).unwrap_or_default();
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("code".into(), r.code().into());
-                    map.insert("text".into(), r.to_string().into());
-                }
-                to_py(py, &value)
-            })
-            .transpose()
+        self.inner.refused.as_ref().map(|r| to_py(py, &refused(r).map_err(|f| exception(py, f))?)).transpose()
     }
     /// The worst rated component that counts: `{"component", "score", "level"}`, or None.
     #[getter]
     fn worst<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner.worst.as_ref().map(|w| to_py(py, &serde_json::to_value(w).unwrap_or_default())).transpose()
+        self.inner.worst.as_ref().map(|w| to_py_data(py, "the worst component", w)).transpose()
     }
     #[getter]
     fn excused(&self) -> Vec<String> {
@@ -204,9 +177,7 @@ impl Admission {
     /// Set one agent's components: `[{"id": "mcp:github", "score": 7.5}, ...]`.
     fn set_components(&mut self, py: Python<'_>, agent: String, components: &Bound<'_, PyAny>) -> PyResult<()> {
         guard(py, || {
-            let list: Vec<Component> = serde_json::from_value(from_py(components)?)
-                .map_err(|e| Failure::Input(format!("not a list of components: {e}")))?;
-            self.inner.set_components(agent, list);
+            self.inner.set_components(agent, self::components(from_py(components)?)?);
             Ok(())
         })
     }
@@ -262,13 +233,7 @@ pub fn evaluate(
     exceptions: Vec<String>,
 ) -> PyResult<Evaluation> {
     guard(py, || {
-        let list: Option<Vec<Component>> = match components.filter(|c| !c.is_none()) {
-            None => None,
-            Some(c) => Some(
-                serde_json::from_value(from_py(c)?)
-                    .map_err(|e| Failure::Input(format!("not a list of components: {e}")))?,
-            ),
-        };
+        let list = components.filter(|c| !c.is_none()).map(|c| self::components(from_py(c)?)).transpose()?;
         let inner = core::evaluate(agent, list.as_deref(), threshold.score()?, &component_set(exceptions)?);
         Ok(Evaluation { inner })
     })
@@ -301,9 +266,10 @@ pub fn import_cisco_mcp_scanner(py: Python<'_>, report: &str, server: Option<&st
 #[pyo3(signature = (file, contents, project = None))]
 pub fn configured_servers(py: Python<'_>, file: &str, contents: &str, project: Option<&str>) -> PyResult<Vec<String>> {
     guard(py, || {
-        let kind: HarnessFile = serde_json::from_value(serde_json::Value::from(file))
-            .map_err(|_| Failure::Input(format!("`{file}` is not a harness file kind")))?;
-        Ok(core::configured_servers(kind, contents, project)?.into_iter().map(|c| c.to_string()).collect())
+        Ok(core::configured_servers(harness_file(file)?, contents, project)?
+            .into_iter()
+            .map(|c| c.to_string())
+            .collect())
     })
 }
 

@@ -1,54 +1,10 @@
-//! Small conversions at the boundary: time, randomness, JSON values, stages.
+//! Python values at the boundary: JSON data, text or bytes, fingerprints.
 
-use agentfw_core::policy::Stage;
-use agentfw_core::time::Timestamp;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
 use serde_json::Value;
 
 use crate::errors::Failure;
-
-/// `now` as given (milliseconds since the epoch), else the wall clock.
-pub fn at(now: Option<u64>) -> Timestamp {
-    now.map_or_else(wall_clock, Timestamp::from_millis)
-}
-
-/// The binding owns the clock; the core never reads one.
-#[allow(clippy::disallowed_methods)]
-fn wall_clock() -> Timestamp {
-    let ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
-    Timestamp::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
-}
-
-/// A ChaCha20 generator: from `seed` (tests, vectors), else seeded from the OS.
-#[allow(clippy::disallowed_methods)]
-pub fn rng(seed: Option<u64>) -> Result<ChaCha20Rng, Failure> {
-    match seed {
-        Some(seed) => Ok(ChaCha20Rng::seed_from_u64(seed)),
-        None => {
-            let mut key = [0u8; 32];
-            getrandom::fill(&mut key).map_err(|e| Failure::Input(format!("the OS has no randomness to give: {e}")))?;
-            Ok(ChaCha20Rng::from_seed(key))
-        }
-    }
-}
-
-pub fn stage(on: &str) -> Result<Stage, Failure> {
-    match on {
-        "sending" | "message.sending" => Ok(Stage::Sending),
-        "delivering" | "message.delivering" => Ok(Stage::Delivering),
-        other => Err(Failure::Input(format!("`on` must be `sending` or `delivering`, not `{other}`"))),
-    }
-}
-
-pub fn stage_name(stage: Stage) -> &'static str {
-    match stage {
-        Stage::Sending => "sending",
-        Stage::Delivering => "delivering",
-    }
-}
 
 /// A JSON value as Python data: dicts, lists, str, int, float, bool, None.
 pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
@@ -76,6 +32,11 @@ pub fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>>
             dict.into_any()
         }
     })
+}
+
+/// A core value as Python data, through its JSON form; `what` names it should that fail.
+pub fn to_py_data<'py>(py: Python<'py>, what: &str, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+    to_py(py, &agentfw_bind::json::value(what, value).map_err(|f| crate::errors::exception(py, f))?)
 }
 
 /// Python data (or a JSON string) as a JSON value.
@@ -116,7 +77,7 @@ fn value(obj: &Bound<'_, PyAny>) -> Result<Value, Failure> {
     } else if let Ok(t) = obj.cast::<PyTuple>() {
         t.iter().map(|v| value(&v)).collect::<Result<Vec<_>, _>>().map(Value::Array)
     } else {
-        let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+        let ty = obj.get_type().name().map_or_else(|_| "value of an unnamed type".to_owned(), |n| n.to_string());
         Err(Failure::Input(format!("cannot use a `{ty}` as JSON data")))
     }
 }

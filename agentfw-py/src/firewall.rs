@@ -1,18 +1,20 @@
 //! `agentfw.firewall`: the state machine (send, deliver, human turn, admin, timeouts,
 //! events, snapshots) and the message types it passes around.
 
+use agentfw_bind::host::{at, rng};
+use agentfw_bind::names::stage_name;
+use agentfw_bind::{config, json, output};
 use agentfw_core::firewall::{
-    self as core, Accepted, AdminAction, Config, Firewall as CoreFirewall, Input, Outgoing, Output as CoreOutput, State,
+    self as core, Accepted, AdminAction, Firewall as CoreFirewall, Input, Outgoing, Output as CoreOutput, State,
 };
 use agentfw_core::message::{self, AgentId, MessageId};
 use agentfw_core::provenance;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rand_chacha::ChaCha20Rng;
-use serde_json::Value;
 
-use crate::convert::{Data, at, from_py, rng, stage_name, to_py};
-use crate::errors::{Failure, guard};
+use crate::convert::{Data, from_py, to_py_data};
+use crate::errors::{Failure, exception, guard};
 use crate::policy::rules_of;
 use crate::text::Fenced;
 
@@ -144,8 +146,8 @@ impl Message {
     }
 
     /// The message as JSON (the core's serde form), to store in an inbox.
-    fn to_json(&self) -> String {
-        serde_json::to_string(&self.inner).unwrap_or_default()
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        guard(py, || json::text("a message", &self.inner))
     }
 
     #[staticmethod]
@@ -215,49 +217,20 @@ impl Output {
 
 impl From<CoreOutput> for Output {
     fn from(out: CoreOutput) -> Self {
-        let empty = Output {
-            kind: "done",
-            message: None,
-            fenced: None,
-            warnings: Vec::new(),
-            until: None,
-            reason: None,
-            refusal: None,
-        };
-        let warn = |w: &[core::Reason]| w.iter().map(Reason::from).collect();
-        match out {
-            CoreOutput::Accepted { message, warnings } => Output {
-                kind: "accepted",
-                warnings: warn(&warnings),
-                message: Some(Message { inner: message }),
-                ..empty
-            },
-            CoreOutput::Delivered { delivery, warnings } => Output {
-                kind: "delivered",
-                warnings: warn(&warnings),
-                fenced: Some(Fenced::from(delivery.fenced)),
-                message: Some(Message { inner: delivery.message }),
-                ..empty
-            },
-            CoreOutput::Held { message, until, reason } => Output {
-                kind: "held",
-                until: Some(until.as_millis()),
-                reason: Some((&reason).into()),
-                message: Some(Message { inner: message }),
-                ..empty
-            },
-            CoreOutput::Refused(refusal) => Output {
-                kind: "refused",
-                reason: Some((&refusal.reason).into()),
-                refusal: Some(Refusal {
-                    id: refusal.id.to_string(),
-                    stage: stage_name(refusal.stage),
-                    reason: (&refusal.reason).into(),
-                    message: refusal.message(),
-                }),
-                ..empty
-            },
-            CoreOutput::Done => empty,
+        let out = output::flatten(out);
+        Output {
+            kind: out.kind,
+            message: out.message.map(|inner| Message { inner }),
+            fenced: out.fenced.map(Fenced::from),
+            warnings: out.warnings.iter().map(Reason::from).collect(),
+            until: out.until.map(|t| t.as_millis()),
+            reason: out.reason.as_ref().map(Reason::from),
+            refusal: out.refusal.map(|r| Refusal {
+                id: r.id.to_string(),
+                stage: stage_name(r.stage),
+                reason: (&r.reason).into(),
+                message: r.message(),
+            }),
         }
     }
 }
@@ -269,32 +242,6 @@ impl From<CoreOutput> for Output {
 pub struct Firewall {
     inner: CoreFirewall,
     rng: ChaCha20Rng,
-}
-
-/// `overrides` laid over the default config's JSON form, key by key.
-fn config_of(overrides: Option<&Bound<'_, PyAny>>) -> Result<Config, Failure> {
-    let Some(overrides) = overrides.filter(|o| !o.is_none()) else {
-        return Ok(Config::default());
-    };
-    let mut base = serde_json::to_value(Config::default()).map_err(|e| Failure::Input(e.to_string()))?;
-    merge(&mut base, from_py(overrides)?);
-    serde_json::from_value(base).map_err(|e| Failure::Input(format!("bad firewall config: {e}")))
-}
-
-fn merge(base: &mut Value, over: Value) {
-    match (base, over) {
-        (Value::Object(b), Value::Object(o)) => {
-            for (k, v) in o {
-                match b.get_mut(&k) {
-                    Some(slot) => merge(slot, v),
-                    None => {
-                        b.insert(k, v);
-                    }
-                }
-            }
-        }
-        (slot, v) => *slot = v,
-    }
 }
 
 fn message_id(text: Option<&str>) -> Result<Option<MessageId>, Failure> {
@@ -314,7 +261,8 @@ impl Firewall {
         seed: Option<u64>,
     ) -> PyResult<Self> {
         guard(py, || {
-            let mut inner = CoreFirewall::new(config_of(config)?);
+            let overrides = config.filter(|c| !c.is_none()).map(from_py).transpose()?;
+            let mut inner = CoreFirewall::new(config::firewall(overrides)?);
             inner.set_rules(rules_of(rules)?);
             Ok(Firewall { inner, rng: rng(seed)? })
         })
@@ -326,8 +274,7 @@ impl Firewall {
     #[pyo3(signature = (snapshot, *, rules = None, seed = None))]
     fn restore(py: Python<'_>, snapshot: Data, rules: Option<&Bound<'_, PyAny>>, seed: Option<u64>) -> PyResult<Self> {
         guard(py, || {
-            let state: State = serde_json::from_slice(&snapshot.into_bytes())
-                .map_err(|e| Failure::Snapshot(format!("not a firewall snapshot: {e}")))?;
+            let state: State = json::restore("a firewall snapshot", &snapshot.into_bytes())?;
             let mut inner = CoreFirewall::restore(state);
             inner.set_rules(rules_of(rules)?);
             Ok(Firewall { inner, rng: rng(seed)? })
@@ -335,19 +282,19 @@ impl Firewall {
     }
 
     /// The whole state, pending events included, as UTF-8 JSON bytes.
-    fn snapshot<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &serde_json::to_vec(&self.inner.snapshot()).unwrap_or_default())
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &guard(py, || json::bytes("the firewall state", &self.inner.snapshot()))?))
     }
 
     /// The whole state as JSON text.
-    fn snapshot_json(&self) -> String {
-        serde_json::to_string(&self.inner.snapshot()).unwrap_or_default()
+    fn snapshot_json(&self, py: Python<'_>) -> PyResult<String> {
+        guard(py, || json::text("the firewall state", &self.inner.snapshot()))
     }
 
     /// Judge content with these rules from now on (`None`: the default pack).
     #[pyo3(signature = (rules = None))]
     fn set_rules(&mut self, py: Python<'_>, rules: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        let rules = rules_of(rules).map_err(|f| f.into_py(py))?;
+        let rules = rules_of(rules).map_err(|f| exception(py, f))?;
         self.inner.set_rules(rules);
         Ok(())
     }
@@ -393,8 +340,7 @@ impl Firewall {
     #[pyo3(signature = (action, *, now = None))]
     fn admin(&mut self, py: Python<'_>, action: &Bound<'_, PyAny>, now: Option<u64>) -> PyResult<()> {
         guard(py, || {
-            let action: AdminAction = serde_json::from_value(from_py(action)?)
-                .map_err(|e| Failure::Input(format!("not an admin action: {e}")))?;
+            let action: AdminAction = json::input("an admin action", from_py(action)?)?;
             let _ = self.inner.handle(at(now), &mut self.rng, Input::Admin(action));
             Ok(())
         })
@@ -416,14 +362,14 @@ impl Firewall {
 
     /// The next event (the core's JSON form, e.g. `{"event": "decision", ...}`), or None.
     fn poll_event<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner.poll_event().map(|e| to_py(py, &serde_json::to_value(e).unwrap_or_default())).transpose()
+        self.inner.poll_event().map(|e| to_py_data(py, "an event", &e)).transpose()
     }
 
     /// Every pending event, oldest first (drains them).
     fn events<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyAny>>> {
         let mut out = Vec::new();
         while let Some(e) = self.inner.poll_event() {
-            out.push(to_py(py, &serde_json::to_value(e).unwrap_or_default())?);
+            out.push(to_py_data(py, "an event", &e)?);
         }
         Ok(out)
     }
@@ -436,15 +382,12 @@ impl Firewall {
         agent: &str,
         now: Option<u64>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
-        self.inner
-            .quarantine_of(at(now), &AgentId::new(agent))
-            .map(|q| to_py(py, &serde_json::to_value(q).unwrap_or_default()))
-            .transpose()
+        self.inner.quarantine_of(at(now), &AgentId::new(agent)).map(|q| to_py_data(py, "a quarantine", q)).transpose()
     }
 
     /// The configuration in force, in the core's JSON form.
     #[getter]
     fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &serde_json::to_value(self.inner.config()).unwrap_or_default())
+        to_py_data(py, "the firewall config", self.inner.config())
     }
 }

@@ -1,12 +1,14 @@
 //! `agentfw.handoff`: signed plans from a planner to an executor (HO1).
 
+use agentfw_bind::host::{at, rng};
+use agentfw_bind::json;
 use agentfw_core::handoff::{self as core, DEFAULT_MAX_PLAN};
 use agentfw_core::seal::KeyError;
 use ed25519_dalek::VerifyingKey;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::convert::{Data, at, rng};
+use crate::convert::Data;
 use crate::errors::{Failure, guard};
 use crate::seal::replay_config;
 
@@ -19,18 +21,25 @@ pub struct Signer {
 
 #[pymethods]
 impl Signer {
-    /// From a 32-byte Ed25519 secret kept by the caller, else fresh from the OS (or `seed`).
+    /// From a 32-byte Ed25519 secret kept by the caller, else fresh from the OS.
     #[new]
-    #[pyo3(signature = (secret = None, *, seed = None))]
-    fn new(py: Python<'_>, secret: Option<&[u8]>, seed: Option<u64>) -> PyResult<Self> {
+    #[pyo3(signature = (secret = None))]
+    fn new(py: Python<'_>, secret: Option<&[u8]>) -> PyResult<Self> {
         guard(py, || match secret {
             Some(secret) => {
                 let secret: &[u8; 32] =
                     secret.try_into().map_err(|_| Failure::Input("a signer's secret is 32 bytes".to_owned()))?;
                 Ok(Signer { inner: core::Signer::from_secret(secret) })
             }
-            None => Ok(Signer { inner: core::Signer::generate(&mut rng(seed)?) }),
+            None => Ok(Signer { inner: core::Signer::generate(&mut rng(None)?) }),
         })
+    }
+
+    /// A signer drawn from `seed`: anyone who knows the seed can sign as it, so this is for
+    /// tests and test vectors only.
+    #[staticmethod]
+    fn generate_for_tests(py: Python<'_>, seed: u64) -> PyResult<Self> {
+        guard(py, || Ok(Signer { inner: core::Signer::generate(&mut rng(Some(seed))?) }))
     }
 
     #[getter]
@@ -136,15 +145,13 @@ impl Verifier {
     }
 
     /// The accepted nonces as JSON, to persist.
-    fn nonces_json(&self) -> String {
-        serde_json::to_string(self.inner.nonces()).unwrap_or_default()
+    fn nonces_json(&self, py: Python<'_>) -> PyResult<String> {
+        guard(py, || json::text("the accepted nonces", self.inner.nonces()))
     }
 
     fn restore_nonces(&mut self, py: Python<'_>, data: Data) -> PyResult<()> {
         guard(py, || {
-            let nonces = serde_json::from_slice(&data.into_bytes())
-                .map_err(|e| Failure::Snapshot(format!("not saved nonces: {e}")))?;
-            self.inner.restore_nonces(nonces);
+            self.inner.restore_nonces(json::restore("saved nonces", &data.into_bytes())?);
             Ok(())
         })
     }

@@ -1,16 +1,17 @@
 //! `agentfw.policy`: rule sets, diagnostics, verdicts, explanations and `scan` (PR1–PR8).
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::path::PathBuf;
+use std::sync::Arc;
 
+use agentfw_bind::host::at;
+use agentfw_bind::names::{self, stage, stage_name};
+use agentfw_bind::rules::{self as load, default_pack};
 use agentfw_core::policy::{
-    self as core, Explanation as CoreExplanation, Outcome, PolicyError, RuleSet, RuleVerdict, Rules, Scanner,
-    SourceFile, Sources, cases,
+    self as core, Explanation as CoreExplanation, RuleSet, RuleVerdict, Rules, Scanner, SourceFile, Sources, cases,
 };
 use pyo3::prelude::*;
 
-use crate::convert::{at, stage, stage_name};
-use crate::errors::{Failure, guard};
+use crate::errors::{Failure, exception, guard};
 
 /// A verdict on a text: `allow` or `deny`, with the rule that decided and its reason.
 #[pyclass(frozen, eq, module = "agentfw._agentfw")]
@@ -26,10 +27,8 @@ pub struct Verdict {
 
 impl From<RuleVerdict> for Verdict {
     fn from(v: RuleVerdict) -> Self {
-        match v {
-            RuleVerdict::Allow => Verdict { verdict: "allow", rule: None, reason: None },
-            RuleVerdict::Deny { rule, reason } => Verdict { verdict: "deny", rule: Some(rule), reason: Some(reason) },
-        }
+        let (verdict, rule, reason) = names::verdict(v);
+        Verdict { verdict, rule, reason }
     }
 }
 
@@ -78,11 +77,7 @@ impl From<CoreExplanation> for Explanation {
             .outcomes
             .into_iter()
             .map(|o| {
-                let (result, error) = match o.result {
-                    Outcome::Matched => ("matched", None),
-                    Outcome::NotMatched => ("not_matched", None),
-                    Outcome::Failed(why) => ("failed", Some(why)),
-                };
+                let (result, error) = names::outcome(o.result);
                 RuleOutcome { rule: o.rule, verdict: o.verdict.as_str(), result, error }
             })
             .collect();
@@ -159,47 +154,6 @@ pub struct CaseResult {
     passed: bool,
 }
 
-fn default_pack() -> Result<Arc<RuleSet>, Failure> {
-    static PACK: OnceLock<Result<Arc<RuleSet>, PolicyError>> = OnceLock::new();
-    PACK.get_or_init(|| RuleSet::default_pack().map(Arc::new)).clone().map_err(Failure::from)
-}
-
-/// Every `.yaml`/`.yml` file at `paths` (directories searched recursively, in name order).
-pub fn read_files(paths: &[PathBuf]) -> Result<Vec<SourceFile>, Failure> {
-    fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), Failure> {
-        let io = |e: std::io::Error| Failure::Io(format!("cannot read `{}`: {e}", path.display()));
-        if !std::fs::metadata(path).map_err(io)?.is_dir() {
-            out.push(path.to_owned());
-            return Ok(());
-        }
-        let mut entries: Vec<PathBuf> =
-            std::fs::read_dir(path).map_err(io)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
-        entries.sort();
-        for entry in entries {
-            if entry.is_dir() {
-                collect(&entry, out)?;
-            } else if entry.extension().is_some_and(|x| x == "yaml" || x == "yml") {
-                out.push(entry);
-            }
-        }
-        Ok(())
-    }
-    let mut files = Vec::new();
-    for path in paths {
-        let mut found = Vec::new();
-        collect(path, &mut found)?;
-        if found.is_empty() {
-            return Err(Failure::Io(format!("`{}` holds no `.yaml` or `.yml` files", path.display())));
-        }
-        for file in found {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| Failure::Io(format!("cannot read `{}`: {e}", file.display())))?;
-            files.push(SourceFile::new(file.display().to_string(), text));
-        }
-    }
-    Ok(files)
-}
-
 fn source_files(files: Vec<(String, String)>) -> Vec<SourceFile> {
     files.into_iter().map(|(name, text)| SourceFile::new(name, text)).collect()
 }
@@ -223,8 +177,8 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (text, name = "rules.yaml"))]
     fn from_text(py: Python<'_>, text: &str, name: &str) -> PyResult<Self> {
-        let sources = Sources::over_default_pack([SourceFile::new(name, text)]);
-        py.detach(|| compile(&sources)).map_err(|f| f.into_py(py))
+        let sources = load::text(name.to_owned(), text.to_owned());
+        guard(py, || py.detach(|| compile(&sources)))
     }
 
     /// Rule, pattern and placeholder files (or folders of them), over the default pack's
@@ -232,7 +186,7 @@ impl Policy {
     #[staticmethod]
     #[pyo3(signature = (*paths))]
     fn from_files(py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<Self> {
-        py.detach(|| compile(&Sources::over_default_pack(read_files(&paths)?))).map_err(|f| f.into_py(py))
+        guard(py, || py.detach(|| compile(&load::files(&paths)?)))
     }
 
     /// Exactly these files, as `(name, text)` pairs: nothing from the default pack.
@@ -249,7 +203,7 @@ impl Policy {
             patterns: source_files(patterns),
             placeholders: source_files(placeholders),
         };
-        py.detach(|| compile(&sources)).map_err(|f| f.into_py(py))
+        guard(py, || py.detach(|| compile(&sources)))
     }
 
     /// The verdict on `text` as a message that travelled `hops` hops.
@@ -327,7 +281,7 @@ impl Policy {
 }
 
 fn compile(sources: &Sources) -> Result<Policy, Failure> {
-    Ok(Policy { rules: Arc::new(RuleSet::compile(sources)?) })
+    Ok(Policy { rules: load::compile(sources)? })
 }
 
 /// Rules that can be replaced while in use; a reload that does not compile keeps the last
@@ -354,18 +308,14 @@ impl Reloadable {
     /// Compiles a rule file's text and puts it in force; on error nothing changes.
     #[pyo3(signature = (text, name = "rules.yaml"))]
     fn reload_text(&self, py: Python<'_>, text: &str, name: &str) -> PyResult<()> {
-        let sources = Sources::over_default_pack([SourceFile::new(name, text)]);
-        py.detach(|| self.inner.reload(&sources).map_err(Failure::from)).map_err(|f| f.into_py(py))
+        let sources = load::text(name.to_owned(), text.to_owned());
+        guard(py, || Ok(py.detach(|| self.inner.reload(&sources))?))
     }
 
     /// Reads and compiles files and puts them in force; on error nothing changes.
     #[pyo3(signature = (*paths))]
     fn reload_files(&self, py: Python<'_>, paths: Vec<PathBuf>) -> PyResult<()> {
-        py.detach(|| {
-            let sources = Sources::over_default_pack(read_files(&paths)?);
-            self.inner.reload(&sources).map_err(Failure::from)
-        })
-        .map_err(|f| f.into_py(py))
+        guard(py, || py.detach(|| Ok(self.inner.reload(&load::files(&paths)?)?)))
     }
 
     /// Puts an already compiled policy in force.
@@ -415,6 +365,6 @@ pub fn scan(
     rules: Option<&Bound<'_, PyAny>>,
     now: Option<u64>,
 ) -> PyResult<Verdict> {
-    let rules = rules_of(rules).map_err(|f| f.into_py(py))?;
+    let rules = rules_of(rules).map_err(|f| exception(py, f))?;
     judge(py, rules, text, hops, on, now)
 }

@@ -1,12 +1,15 @@
 //! `agentfw.seal`: device keys, public bundles, rotations, the keyring, the replay cache,
 //! and sealing and opening envelopes (TX2–TX5).
 
+use agentfw_bind::host::{at, rng};
+use agentfw_bind::json;
+use agentfw_bind::names::key_status;
 use agentfw_core::message::MessageId;
-use agentfw_core::seal::{self as core, DeviceId, DeviceKeys, Draft, Envelope, KeyStatus, Limits, ReplayConfig};
+use agentfw_core::seal::{self as core, DeviceId, DeviceKeys, Draft, Envelope, Limits, ReplayConfig};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::convert::{Data, at, rng};
+use crate::convert::Data;
 use crate::errors::{Failure, guard};
 
 fn device(text: &str) -> Result<DeviceId, Failure> {
@@ -100,14 +103,19 @@ pub struct Keys {
 
 #[pymethods]
 impl Keys {
-    /// Fresh keys, randomness from the OS (or from `seed`, for tests only).
+    /// Fresh keys, randomness from the OS.
     #[staticmethod]
-    #[pyo3(signature = (*, now = None, seed = None))]
-    fn generate(py: Python<'_>, now: Option<u64>, seed: Option<u64>) -> PyResult<Self> {
-        guard(py, || {
-            let mut rng = rng(seed)?;
-            Ok(Keys { inner: py.detach(|| DeviceKeys::generate(at(now), &mut rng)) })
-        })
+    #[pyo3(signature = (*, now = None))]
+    fn generate(py: Python<'_>, now: Option<u64>) -> PyResult<Self> {
+        Keys::new(py, now, None)
+    }
+
+    /// Keys drawn from `seed`: anyone who knows the seed has the secrets, so these are for
+    /// tests and test vectors only, never for a device.
+    #[staticmethod]
+    #[pyo3(signature = (seed, *, now = None))]
+    fn generate_for_tests(py: Python<'_>, seed: u64, now: Option<u64>) -> PyResult<Self> {
+        Keys::new(py, now, Some(seed))
     }
 
     /// Reads a key file (`agentfw-keys-v1`).
@@ -141,11 +149,11 @@ impl Keys {
         self.inner.supersedes().map(|d| d.to_string())
     }
 
-    /// New keys for this device and the rotation notice for peers.
-    #[pyo3(signature = (*, now = None, seed = None))]
-    fn rotate(&self, py: Python<'_>, now: Option<u64>, seed: Option<u64>) -> PyResult<(Keys, Rotation)> {
+    /// New keys for this device (randomness from the OS) and the rotation notice for peers.
+    #[pyo3(signature = (*, now = None))]
+    fn rotate(&self, py: Python<'_>, now: Option<u64>) -> PyResult<(Keys, Rotation)> {
         guard(py, || {
-            let mut rng = rng(seed)?;
+            let mut rng = rng(None)?;
             let (next, rotation) = py.detach(|| self.inner.rotate(at(now), &mut rng));
             Ok((Keys { inner: next }, Rotation { inner: rotation }))
         })
@@ -153,6 +161,15 @@ impl Keys {
 
     fn __repr__(&self) -> String {
         format!("Keys(device={:?})", self.device())
+    }
+}
+
+impl Keys {
+    fn new(py: Python<'_>, now: Option<u64>, seed: Option<u64>) -> PyResult<Self> {
+        guard(py, || {
+            let mut rng = rng(seed)?;
+            Ok(Keys { inner: py.detach(|| DeviceKeys::generate(at(now), &mut rng)) })
+        })
     }
 }
 
@@ -193,30 +210,20 @@ impl Keyring {
 
     /// `active`, `superseded`, `revoked`, or None for an unknown device.
     fn status(&self, py: Python<'_>, device: &str) -> PyResult<Option<&'static str>> {
-        guard(py, || {
-            Ok(self.inner.get(self::device(device)?).map(|p| match p.status {
-                KeyStatus::Active => "active",
-                KeyStatus::Superseded { .. } => "superseded",
-                KeyStatus::Revoked { .. } => "revoked",
-            }))
-        })
+        guard(py, || Ok(self.inner.get(self::device(device)?).map(|p| key_status(&p.status))))
     }
 
     fn __len__(&self) -> usize {
         self.inner.len()
     }
 
-    fn to_json(&self) -> String {
-        serde_json::to_string(&self.inner).unwrap_or_default()
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        guard(py, || json::text("the keyring", &self.inner))
     }
 
     #[staticmethod]
     fn from_json(py: Python<'_>, data: Data) -> PyResult<Self> {
-        guard(py, || {
-            serde_json::from_slice(&data.into_bytes())
-                .map(|inner| Keyring { inner })
-                .map_err(|e| Failure::Snapshot(format!("not a saved keyring: {e}")))
-        })
+        guard(py, || Ok(Keyring { inner: json::restore("a saved keyring", &data.into_bytes())? }))
     }
 }
 
@@ -257,17 +264,13 @@ impl ReplayCache {
         self.inner.poll_timeout().map(|t| t.as_millis())
     }
 
-    fn to_json(&self) -> String {
-        serde_json::to_string(&self.inner).unwrap_or_default()
+    fn to_json(&self, py: Python<'_>) -> PyResult<String> {
+        guard(py, || json::text("the replay cache", &self.inner))
     }
 
     #[staticmethod]
     fn from_json(py: Python<'_>, data: Data) -> PyResult<Self> {
-        guard(py, || {
-            serde_json::from_slice(&data.into_bytes())
-                .map(|inner| ReplayCache { inner })
-                .map_err(|e| Failure::Snapshot(format!("not a saved replay cache: {e}")))
-        })
+        guard(py, || Ok(ReplayCache { inner: json::restore("a saved replay cache", &data.into_bytes())? }))
     }
 }
 

@@ -1,12 +1,13 @@
 //! `agentfw.fence`, `agentfw.normalize`, `agentfw.fingerprint` and message ids.
 
+use agentfw_bind::host::{at, rng};
 use agentfw_core::fence as core_fence;
 use agentfw_core::fingerprint::Fingerprints as CoreFingerprints;
 use agentfw_core::message::MessageId;
 use agentfw_core::normalize;
 use pyo3::prelude::*;
 
-use crate::convert::{at, hex64, rng};
+use crate::convert::hex64;
 use crate::errors::{Failure, guard};
 
 /// A fenced delivery: the marker and the whole text to show the receiving model (DL1).

@@ -217,8 +217,15 @@ def test_text_functions() -> None:
 
 
 def test_keys_seal_open_rotate() -> None:
-    alice = agentfw.Keys.generate(now=T0, seed=1)
+    alice = agentfw.Keys.generate_for_tests(1, now=T0)
     bob = agentfw.Keys.generate(now=T0)
+    # A seed makes the same secrets every time: only the generator named for tests takes one.
+    assert agentfw.Keys.generate_for_tests(1, now=T0).to_key_file() == alice.to_key_file()
+    assert agentfw.Keys.generate(now=T0).device != bob.device
+    with pytest.raises(TypeError):
+        agentfw.Keys.generate(now=T0, seed=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        agentfw.Signer(seed=1)  # type: ignore[call-arg]
     assert alice.created == T0 and alice.supersedes is None and len(alice.device) == 32
     assert "Keys(" in repr(alice) and "secret" not in repr(alice)
     again = agentfw.Keys.from_key_file(alice.to_key_file())
@@ -262,7 +269,7 @@ def test_keys_seal_open_rotate() -> None:
 
 
 def test_handoff_signer_verifier() -> None:
-    planner = agentfw.Signer(seed=1)
+    planner = agentfw.Signer.generate_for_tests(1)
     assert agentfw.Signer(bytes(32)).id == agentfw.Signer(bytes(32)).id
     assert "Signer(" in repr(planner) and len(planner.verifying_key) == 32
     executor = agentfw.Verifier("executor")

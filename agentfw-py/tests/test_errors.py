@@ -12,9 +12,9 @@ from conftest import T0
 
 WEB = agentfw.Agent("claude:1:1", "claude", "web")
 API = agentfw.Agent("codex:2:2", "codex", "api")
-KEYS = agentfw.Keys.generate(now=T0, seed=1)
-OTHER = agentfw.Keys.generate(now=T0, seed=2)
-SIGNER = agentfw.Signer(seed=1)
+KEYS = agentfw.Keys.generate_for_tests(1, now=T0)
+OTHER = agentfw.Keys.generate_for_tests(2, now=T0)
+SIGNER = agentfw.Signer.generate_for_tests(1)
 
 
 def retired_trust() -> None:

@@ -66,7 +66,7 @@ class FileError(AgentfwError, OSError):
 
 
 class InternalError(AgentfwError):
-    """A bug in agentfw was caught at the boundary (``internal.panic``)."""
+    """A bug in agentfw was caught at the boundary (``internal.panic``, ``internal.serialize``)."""
 
 
 __all__ = [

@@ -1,0 +1,48 @@
+//! The firewall's answer flattened into the one record both bindings return: a `kind`
+//! and the fields that kind has.
+
+use agentfw_core::fence::Fenced;
+use agentfw_core::firewall::{Accepted, Output, Reason, Refusal};
+use agentfw_core::time::Timestamp;
+
+/// An [`Output`] as `kind` plus optional fields; each binding converts the fields to its
+/// own types, field by field.
+#[derive(Debug, Default)]
+pub struct Flat {
+    /// `accepted`, `delivered`, `held`, `refused` or `done`.
+    pub kind: &'static str,
+    /// Accepted, delivered and held outputs.
+    pub message: Option<Accepted>,
+    /// Delivered outputs.
+    pub fenced: Option<Fenced>,
+    /// Accepted and delivered outputs.
+    pub warnings: Vec<Reason>,
+    /// Held outputs: when to offer the message again.
+    pub until: Option<Timestamp>,
+    /// Held and refused outputs.
+    pub reason: Option<Reason>,
+    /// Refused outputs, with the text to show the sender.
+    pub refusal: Option<Refusal>,
+}
+
+pub fn flatten(out: Output) -> Flat {
+    match out {
+        Output::Accepted { message, warnings } => {
+            Flat { kind: "accepted", message: Some(message), warnings, ..Flat::default() }
+        }
+        Output::Delivered { delivery, warnings } => Flat {
+            kind: "delivered",
+            message: Some(delivery.message),
+            fenced: Some(delivery.fenced),
+            warnings,
+            ..Flat::default()
+        },
+        Output::Held { message, until, reason } => {
+            Flat { kind: "held", message: Some(message), until: Some(until), reason: Some(reason), ..Flat::default() }
+        }
+        Output::Refused(refusal) => {
+            Flat { kind: "refused", reason: Some(refusal.reason.clone()), refusal: Some(refusal), ..Flat::default() }
+        }
+        Output::Done => Flat { kind: "done", ..Flat::default() },
+    }
+}
