@@ -529,7 +529,17 @@ fn story(shared: &Shared, dashboard: bool) -> Step<()> {
     let started = agentfw_mcp::clock::now();
     let exe = std::env::current_exe().map_err(|e| setup_err(format!("cannot find this program: {e}")))?;
     let world = world(shared)?;
-    let client = start_daemon(shared, &world, &exe)?;
+    let mut client = start_daemon(shared, &world, &exe)?;
+    // Asked for before the sessions start: the daemon serves admin requests only to a
+    // terminal no agent runs in (AM6), and the demo's sessions share this one.
+    let page = if dashboard {
+        let page = client
+            .dashboard(None, false, false)
+            .map_err(|e| setup_err(format!("the daemon does not serve the dashboard: {e}")))?;
+        page.url
+    } else {
+        None
+    };
     let mut audit = Audit { client, after: 0 };
 
     say("agentfw demo: three agent sessions on this machine talk through the firewall.");
@@ -656,13 +666,9 @@ fn story(shared: &Shared, dashboard: bool) -> Step<()> {
         audit.after,
         agentfw_mcp::clock::now().since(started).as_secs_f64()
     ));
-    if dashboard {
-        let page = audit
-            .client
-            .dashboard(None, false, false)
-            .map_err(|e| setup_err(format!("the daemon does not serve the dashboard: {e}")))?;
+    if let Some(url) = page {
         say("\nThe dashboard shows the same story, live:");
-        say(format!("   {}", page.url.unwrap_or_default()));
+        say(format!("   {url}"));
         say(
             "Open it in a browser on this machine (the link works once). Ctrl-C stops the demo and removes everything.",
         );
