@@ -11,10 +11,12 @@ It rewrites the *.jsonl files next to this script. Each line is
 {"text", "want": "deny"|"allow", "hops": 1|2, "category", "note"}.
 """
 import base64
+import hashlib
 import json
 import os
 import random
 import string
+import zlib
 
 SEED = 20260
 rng = random.Random(SEED)
@@ -31,6 +33,65 @@ B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
 BECH32 = "QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L"
 B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+# Checksums and structure the providers build into their tokens, computed over random
+# parts drawn as before, so that a token is one its provider could have issued.
+BASE62 = DIG + UP + LOW
+
+
+def github_style(prefix, random36):
+    """GitHub and npm: 30 random base62 characters, then their CRC-32 in 6 base62 digits."""
+    n = zlib.crc32(random36[:30].encode())
+    digits = ""
+    for _ in range(6):
+        digits = BASE62[n % 62] + digits
+        n //= 62
+    return prefix + random36[:30] + digits
+
+
+def grafana_sa(random32):
+    key = "glsa_" + random32
+    return key + "_" + zlib.crc32(key.encode()).to_bytes(4, "little").hex()
+
+
+def pypi_token(random160):
+    ident = random160[:40].encode()
+    m = bytes([2, 1, 8]) + b"pypi.org" + bytes([2, len(ident)]) + ident + b"\x00\x00" + bytes([6, 32])
+    m += hashlib.sha256(random160.encode()).digest()
+    return "pypi-" + base64.urlsafe_b64encode(m).decode().rstrip("=")
+
+
+def discord_id(random25):
+    uid = str(10**17 + int(hashlib.sha256(random25.encode()).hexdigest(), 16) % (9 * 10**17))
+    return base64.b64encode(uid.encode()).decode().rstrip("=")
+
+
+def bech32_valid(hrp, data_chars):
+    """Makes the last 6 of `data_chars` (bech32, any case) the checksum of the rest."""
+    alphabet = BECH32.lower()
+    data = [alphabet.index(c) for c in data_chars.lower()[:-6]]
+    values = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp] + data
+    gen = [0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3]
+    chk = 1
+    for v in values + [0] * 6:
+        top = chk >> 25
+        chk = (chk & 0x1FFFFFF) << 5 ^ v
+        for i in range(5):
+            chk ^= gen[i] if ((top >> i) & 1) else 0
+    chk ^= 1
+    return (hrp + "1" + "".join(alphabet[d] for d in data) + "".join(alphabet[(chk >> 5 * (5 - i)) & 31] for i in range(6))).upper()
+
+
+def xprv_from(random95):
+    payload = bytes.fromhex("0488ADE4") + bytes(9) + hashlib.sha256(random95.encode()).digest() + b"\x00" + hashlib.sha256(random95[::-1].encode()).digest()
+    data = payload + hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
+    n = int.from_bytes(data, "big")
+    out = ""
+    while n:
+        n, rem = divmod(n, 58)
+        out = B58[rem] + out
+    return out
 
 
 def r(cs, n):
@@ -89,8 +150,8 @@ PROVIDERS = [
     ("yandex", lambda: "AQVN" + r(URLSAFE, 36)),
     ("heroku", lambda: "HRKU-AA" + r(URLSAFE, 58)),
     ("heroku-legacy", lambda: "HEROKU_API_KEY=" + uuid()),
-    ("github-pat", lambda: "ghp_" + r(ALNUM, 36)),
-    ("github-oauth", lambda: rng.choice(["gho_", "ghu_", "ghs_", "ghr_"]) + r(ALNUM, 36)),
+    ("github-pat", lambda: github_style("ghp_", r(ALNUM, 36))),
+    ("github-oauth", lambda: github_style(rng.choice(["gho_", "ghu_", "ghs_", "ghr_"]), r(ALNUM, 36))),
     ("github-fine-grained", lambda: "github_pat_" + r(ALNUM, 22) + "_" + r(ALNUM, 59)),
     ("gitlab", lambda: rng.choice(["glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-"]) + r(URLSAFE, 20)),
     ("gitlab-runner-reg", lambda: "GR1348941" + r(URLSAFE, 20)),
@@ -100,7 +161,7 @@ PROVIDERS = [
     ("slack-user", lambda: f"xoxp-{r(DIG,12)}-{r(DIG,12)}-{r(DIG,13)}-{r(HEX,32)}"),
     ("slack-app", lambda: f"xapp-1-A{r(UPNUM,10)}-{r(DIG,13)}-{r(HEX,64)}"),
     ("slack-webhook", lambda: f"https://hooks.slack.com/services/T{r(UPNUM,10)}/B{r(UPNUM,10)}/{r(ALNUM,24)}"),
-    ("discord-bot", lambda: rng.choice("MNO") + r(URLSAFE, 25) + "." + r(URLSAFE, 6) + "." + r(URLSAFE, 38)),
+    ("discord-bot", lambda: (rng.choice("MNO"), discord_id(r(URLSAFE, 25)))[1] + "." + r(URLSAFE, 6) + "." + r(URLSAFE, 38)),
     ("discord-webhook", lambda: f"https://discord.com/api/webhooks/{r(DIG,19)}/{r(URLSAFE,68)}"),
     ("telegram", lambda: f"{r(DIG,10)}:AA{r(URLSAFE,33)}"),
     ("teams-webhook", lambda: f"https://acme.webhook.office.com/webhookb2/{uuid()}@{uuid()}/IncomingWebhook/{r(HEX,32)}/{uuid()}"),
@@ -132,8 +193,8 @@ PROVIDERS = [
     ("together", lambda: "tgp_v1_" + r(URLSAFE, 43)),
     ("nvidia", lambda: "nvapi-" + r(URLSAFE, 64)),
     ("elevenlabs", lambda: "sk_" + r(HEX, 48)),
-    ("npm", lambda: "npm_" + r(ALNUM, 36)),
-    ("pypi", lambda: "pypi-AgEIcHlwaS5vcmc" + r(URLSAFE, 160)),
+    ("npm", lambda: github_style("npm_", r(ALNUM, 36))),
+    ("pypi", lambda: pypi_token(r(URLSAFE, 160))),
     ("rubygems", lambda: "rubygems_" + r(HEX, 48)),
     ("nuget", lambda: "oy2" + r(LOWNUM, 43)),
     ("crates-io", lambda: "cio" + r(ALNUM, 32)),
@@ -181,7 +242,7 @@ PROVIDERS = [
     ("twitter", lambda: "A" * 22 + r(ALNUM, 20) + "%2B" + r(ALNUM, 60)),
     ("mapbox", lambda: "sk.eyJ1IjoiYWNtZSIsImEiOiJ" + r(URLSAFE, 30) + "." + r(URLSAFE, 22)),
     ("sourcegraph", lambda: f"sgp_{r(HEX,16)}_{r(HEX,40)}"),
-    ("grafana", lambda: rng.choice([f"glsa_{r(ALNUM,32)}_{r(HEX,8)}", "glc_" + r(B64, 80) + "=="])),
+    ("grafana", lambda: rng.choice([(grafana_sa(r(ALNUM, 32)), r(HEX, 8))[0], "glc_" + r(B64, 80) + "=="])),
     ("figma", lambda: "figd_" + r(URLSAFE, 40)),
     ("postman", lambda: f"PMAK-{r(HEX,24)}-{r(HEX,34)}"),
     ("hubspot", lambda: f"pat-na1-{uuid()}"),
@@ -206,7 +267,7 @@ PROVIDERS = [
     ("databricks-host", lambda: "DATABRICKS_TOKEN=dapi" + r(HEX, 32) + "-2"),
     ("yandex-iam", lambda: "t1." + r(URLSAFE, 20) + "." + r(URLSAFE, 86)),
     ("alibaba-secret", lambda: f"ALIBABA_CLOUD_ACCESS_KEY_ID=LTAI{r(ALNUM,20)}"),
-    ("github-in-url", lambda: f"https://x-access-token:ghs_{r(ALNUM,36)}@github.com/acme/infra.git"),
+    ("github-in-url", lambda: f"https://x-access-token:{github_style('ghs_', r(ALNUM, 36))}@github.com/acme/infra.git"),
     ("https-basic-uri", lambda: f"https://deploy:{r(ALNUM,18)}@artifacts.acme.io/repository/maven-releases/"),
     ("azure-devops", lambda: "AZURE_DEVOPS_PAT=" + r("abcdefghijklmnopqrstuvwxyz234567", 52)),
     ("zapier-webhook", lambda: f"https://hooks.zapier.com/hooks/catch/{r(DIG,7)}/{r(LOWNUM,6)}/"),
@@ -298,10 +359,10 @@ def gen_private_keys():
         ("putty2", lambda: putty(2)),
         ("putty3", lambda: putty(3)),
         ("ssh2", lambda: "---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----\nComment: \"rsa-key-20240101\"\nP2/56wAAA" + pem_body("", 6)[9:] + "\n---- END SSH2 ENCRYPTED PRIVATE KEY ----"),
-        ("age", lambda: "AGE-SECRET-KEY-1" + r(BECH32, 58)),
+        ("age", lambda: bech32_valid("age-secret-key-", r(BECH32, 58))),
         ("wireguard", lambda: f"[Interface]\nAddress = 10.8.0.2/24\nPrivateKey = {b64bytes(32)}\nDNS = 1.1.1.1"),
         ("jwk", lambda: json.dumps({"kty": "EC", "crv": "P-256", "x": r(URLSAFE, 43), "y": r(URLSAFE, 43), "d": r(URLSAFE, 43), "kid": "sig-1"})),
-        ("xprv", lambda: "xprv9s21ZrQH143K" + r(B58, 95)),
+        ("xprv", lambda: xprv_from(r(B58, 95))),
         ("kubeconfig", lambda: "users:\n- name: admin\n  user:\n    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t" + r(B64, 40) + "\n    client-key-data: " + base64.b64encode(pem("RSA PRIVATE KEY", "MIIEpAIBAAKCAQEA", 3).encode()).decode()[:200]),
         ("k8s-secret-tls", lambda: "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\ndata:\n  tls.key: " + base64.b64encode(pem("EC PRIVATE KEY", "MHcCAQEEI", 3).encode()).decode()),
     ]

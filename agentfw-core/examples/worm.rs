@@ -65,7 +65,7 @@ fn main() {
     sim.read(&web);
 
     println!("\n2. A secret is refused on its first hop");
-    let leak = "Here is the deploy key so you can push: ghp_R8tXq2LmZ7vKpW3sN9dYcF4hJ6bA1eG5uT0o";
+    let leak = "Here is the deploy key so you can push: 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";
     show("web (claude) -> api (codex)", &sim.send(&web, &api, leak));
 
     println!("\n3. An injection spreads and is contained");

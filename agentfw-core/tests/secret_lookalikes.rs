@@ -93,3 +93,27 @@ fn random_data_shaped_like_secrets_is_never_refused() {
     }
     assert!(refused.is_empty(), "{} refused:\n{}", refused.len(), refused.join("\n"));
 }
+
+/// The blob of the original report: 48 KB of base64 refused as a crates.io token. In
+/// base64, `+` and `/` are word boundaries, so `cio` and 32 letters or digits between two
+/// of them (about one blob in a few hundred has such a run; here one is placed in each)
+/// satisfied the old pattern `\bcio[A-Za-z0-9]{32}\b`. Its boundary is now "not a base64
+/// character", and the blob passes, wrapped or on one line; a real token still does not.
+#[test]
+fn a_48_kb_base64_blob_is_not_a_crates_io_token() {
+    let scanner = Scanner::new(Arc::new(RuleSet::default_pack().expect("the default pack compiles")));
+    let mut d = Data(ChaCha20Rng::seed_from_u64(48));
+    let old = regex::Regex::new(r"(?-u:\b)cio[A-Za-z0-9]{32}(?-u:\b)").unwrap();
+    for _ in 0..3 {
+        let blob = d.b64(36 * 1024);
+        let at = 4 * (usize::from(d.bytes(1)[0]) * 40);
+        let run = format!("/cio{}+", &d.hex(16));
+        let blob = format!("{}{run}{}", &blob[..at], &blob[at + run.len()..]);
+        assert!(old.is_match(&blob), "the blob exercises the old pattern");
+        for text in [blob.clone(), wrap(&blob, 76)] {
+            assert_eq!(judge(&scanner, &text, 1), RuleVerdict::Allow, "{}", &text[at.saturating_sub(20)..at + 60]);
+        }
+    }
+    let token = format!("CARGO_REGISTRY_TOKEN=cio{}", "k3J9x2M7q8W1e5R4t6Y0u2I9aZ7bX4cV");
+    assert!(judge(&scanner, &token, 1).is_deny(), "{token}");
+}

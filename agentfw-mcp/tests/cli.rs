@@ -32,7 +32,7 @@ fn scan_allows_ordinary_text_and_exits_0() {
 
 #[test]
 fn scan_refuses_a_token_with_rule_and_reason_and_exits_1() {
-    let out = agentfw().arg("scan").write_stdin("token: ghp_R8tXq2LmZ7vKpW3sN9dYcF4hJ6bA1eG5uT0o").output().unwrap();
+    let out = agentfw().arg("scan").write_stdin("token: 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").output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = stdout(&out);
     assert!(text.starts_with("deny deny-provider-tokens: the message contains a credential (GitHub"), "{text}");

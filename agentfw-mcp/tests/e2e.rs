@@ -79,7 +79,7 @@ fn a_secret_is_refused_on_send_with_the_rule_and_what_to_do() {
     let w = World::new();
     let mut web = w.agent("claude", "web");
     let mut api = w.agent("codex", "api");
-    let r = web.send("api (codex)", "here is the token: ghp_R8tXq2LmZ7vKpW3sN9dYcF4hJ6bA1eG5uT0o");
+    let r = web.send("api (codex)", "here is the token: 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");
     assert!(r.error);
     assert!(r.text.starts_with("refused by rule `deny-provider-tokens`"), "{}", r.text);
     assert!(r.text.contains("Tell your user"), "{}", r.text);

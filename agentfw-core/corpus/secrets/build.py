@@ -42,7 +42,7 @@ PACKAGES = {
 }
 TEXT_SUFFIXES = (".py", ".js", ".mjs", ".cjs", ".ts", ".md", ".rst", ".txt", ".json", ".toml", ".cfg", ".ini", ".yaml", ".yml", ".pem", ".crt", ".sh", ".html", ".asc", "RECORD", "METADATA", "md5sums", "changelog", "copyright")
 CHUNK = 2000
-PER_PACKAGE = 120
+PER_PACKAGE = 300
 
 
 def fetch(kind, name, cache):

@@ -69,8 +69,9 @@ enum PlaceholderCheck {
     Off,
     /// Every rule of the list (`placeholders: true`).
     All,
-    /// Every rule except keyboard and counting runs (`placeholders: markers`), for
-    /// fixed-format tokens whose random part may contain `qwerty` by chance.
+    /// Every rule except keyboard and counting runs and the shape regexes
+    /// (`placeholders: markers`), for fixed-format tokens whose random part may contain
+    /// `qwerty`, or be all letters, by chance.
     Markers,
 }
 
@@ -624,9 +625,9 @@ fn entropy_of(counts: impl Iterator<Item = u32>, total: usize) -> f64 {
 /// exact: [changeme, password, ...]      # the whole value, lowercased
 /// contains: [example, xxxx, "<", ...]   # anywhere in the value
 /// sequences: [abcdefgh, qwerty, ...]    # anywhere, except for `placeholders: markers`
+/// regexes: ['^[a-z]{1,15}$', ...]       # on the lowercased value, except for `markers`
 /// prefixes: ["$", "process.env", ...]
 /// suffixes: [_here, .pem, ...]
-/// regexes: ['^[a-z]{1,15}$', ...]       # on the lowercased value
 /// ```
 ///
 /// Values are trimmed of whitespace and quotes and lowercased first. A value of fewer
@@ -650,12 +651,14 @@ impl Placeholders {
         self.check(value, true)
     }
 
-    /// Whether `value` is a placeholder by every rule but keyboard and counting runs.
+    /// Whether `value` is a placeholder by its markers alone: every rule but keyboard and
+    /// counting runs and the regexes, which describe identifiers and code (`^[a-z]{1,24}$`)
+    /// that the random part of a fixed-format token can resemble by chance.
     pub fn marks(&self, value: &str) -> bool {
         self.check(value, false)
     }
 
-    fn check(&self, value: &str, sequences: bool) -> bool {
+    fn check(&self, value: &str, shapes: bool) -> bool {
         let v = value.trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '`')).trim();
         let distinct: BTreeSet<char> = v.chars().take(64).collect();
         if distinct.len() < 3 {
@@ -664,10 +667,10 @@ impl Placeholders {
         let lower = v.to_lowercase();
         self.exact.contains(&lower)
             || self.contains.iter().any(|w| lower.contains(w.as_str()))
-            || (sequences && self.sequences.iter().any(|w| lower.contains(w.as_str())))
+            || (shapes && self.sequences.iter().any(|w| lower.contains(w.as_str())))
             || self.prefixes.iter().any(|w| lower.starts_with(w.as_str()))
             || self.suffixes.iter().any(|w| lower.ends_with(w.as_str()))
-            || self.regexes.as_ref().is_some_and(|r| r.is_match(&lower))
+            || (shapes && self.regexes.as_ref().is_some_and(|r| r.is_match(&lower)))
     }
 
     /// Reads placeholder files, reporting every problem into `diags`.

@@ -4,7 +4,7 @@ Every judgement is made by ``agentfw-core`` (Rust) through the native module
 ``agentfw._agentfw``; this package only re-exports it under the core's module names.
 
 >>> import agentfw
->>> agentfw.scan("token ghp_R8tXq2LmZ7vKpW3sN9dYcF4hJ6bA1eG5uT0o").verdict
+>>> agentfw.scan("token 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").verdict
 'deny'
 """
 
