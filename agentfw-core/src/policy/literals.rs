@@ -5,8 +5,9 @@
 //! `(?-u:\b)gh[pousr]_[A-Za-z0-9]{36,}` the prefixes are `ghp_`, `gho_`, `ghu_`, `ghs_`,
 //! `ghr_`: every match starts with one of them, so a match can only start where one of them
 //! occurs, and an anchored search from each occurrence finds it. A pattern whose matches
-//! start with no usable literal (`[0-9]{8,10}:AA…`) may still contain one: then the text
-//! must hold one of its suffixes for it to match at all.
+//! start with no usable literal (`[0-9]{8,10}:AA…`) may still contain one, at its end or
+//! inside (`:aa`, `-us`, `.atlasv1.`): then the text must hold one of them for it to match
+//! at all.
 //!
 //! Literals are kept with ASCII letters in lower case and found ignoring ASCII case, which
 //! keeps `(?i)secret` a handful of literals instead of 64; the search that verifies a
@@ -34,22 +35,23 @@ pub(crate) enum Literals {
     /// Every match starts with one of these (lower case, none shorter than [`MIN_LITERAL`]),
     /// or at most `back` bytes before one.
     Prefixes { literals: Vec<Vec<u8>>, back: usize },
-    /// Every match ends with one of these: the pattern can match only in a text that
-    /// holds one of them, but where its matches start is not known.
-    Suffixes(Vec<Vec<u8>>),
+    /// Every match holds one of these (at its end, or inside): the pattern can match only
+    /// in a text that holds one of them, but where its matches start is not known.
+    Inside(Vec<Vec<u8>>),
     /// No literal worth looking for.
     None,
 }
 
 impl Literals {
-    /// The literals of the pattern `hir`, prefixes when they are usable, else suffixes.
+    /// The literals of the pattern `hir`: prefixes when they are usable, else suffixes,
+    /// else literals every match holds somewhere inside.
     pub(crate) fn of(hir: &Hir) -> Self {
         let hir = fold_case(hir);
         if let Some((literals, back)) = prefixes(&hir) {
             return Self::Prefixes { literals, back };
         }
-        match extract(&hir, ExtractKind::Suffix) {
-            Some(suffixes) => Self::Suffixes(suffixes),
+        match extract(&hir, ExtractKind::Suffix).or_else(|| inside(&hir)) {
+            Some(literals) => Self::Inside(literals),
             None => Self::None,
         }
     }
@@ -57,7 +59,7 @@ impl Literals {
     /// The literals to look for, whatever they tell.
     pub(crate) fn all(&self) -> &[Vec<u8>] {
         match self {
-            Self::Prefixes { literals: l, .. } | Self::Suffixes(l) => l,
+            Self::Prefixes { literals: l, .. } | Self::Inside(l) => l,
             Self::None => &[],
         }
     }
@@ -100,6 +102,47 @@ fn prefixes(hir: &Hir) -> Option<(Vec<Vec<u8>>, usize)> {
         }
         _ => None,
     }
+}
+
+/// Literals every match of `hir` holds somewhere: the prefixes of what follows some item of
+/// a concatenation (`[0-9]{8,10}` then `:AA…` gives `:aa`), found in every branch of an
+/// alternation, or inside a repeated part that must occur. Of several choices the one whose
+/// shortest literal is longest is kept: the rarer the literal, the fewer texts pay for a
+/// whole search.
+fn inside(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    let better = |a: Option<Vec<Vec<u8>>>, b: Option<Vec<Vec<u8>>>| match (a, b) {
+        (Some(a), Some(b)) => Some(if shortest(&b) > shortest(&a) { b } else { a }),
+        (a, b) => a.or(b),
+    };
+    match hir.kind() {
+        HirKind::Capture(c) => inside(&c.sub),
+        HirKind::Repetition(r) if r.min >= 1 => better(extract(&r.sub, ExtractKind::Prefix), inside(&r.sub)),
+        HirKind::Alternation(branches) => {
+            let mut all = Vec::new();
+            for branch in branches {
+                all.extend(extract(branch, ExtractKind::Prefix).or_else(|| inside(branch))?);
+            }
+            all.sort_unstable();
+            all.dedup();
+            Some(all)
+        }
+        HirKind::Concat(items) => {
+            let mut best = None;
+            for k in 0..items.len() {
+                let rest = Hir::concat(items.get(k..)?.to_vec());
+                let here = if k == 0 { None } else { extract(&rest, ExtractKind::Prefix) };
+                best = better(best, here);
+                best = better(best, items.get(k).and_then(inside));
+            }
+            best
+        }
+        _ => None,
+    }
+}
+
+/// The length of the shortest of `literals`.
+fn shortest(literals: &[Vec<u8>]) -> usize {
+    literals.iter().map(Vec::len).min().unwrap_or(0)
 }
 
 /// `hir` with every class of one ASCII letter in both cases (`(?i-u:a)` is `[Aa]`) made the
@@ -204,10 +247,27 @@ mod tests {
 
     #[test]
     fn a_literal_after_a_class_is_a_suffix() {
-        let l = literals(r"(?:^|[^0-9A-Za-z_:])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}");
-        assert_eq!(l, Literals::None, "the suffix is a class too");
-        let Literals::Suffixes(l) = literals(r"[0-9]{8,10}:bot") else { panic!() };
+        let Literals::Inside(l) = literals(r"[0-9]{8,10}:bot") else { panic!() };
         assert_eq!(strings(&l), [":bot"]);
+    }
+
+    #[test]
+    fn a_literal_inside_is_found() {
+        let inside = |re: &str| match literals(re) {
+            Literals::Inside(l) => strings(&l).join("|"),
+            other => panic!("{re}: {other:?}"),
+        };
+        assert_eq!(inside(r"(?:^|[^0-9A-Za-z_:])[0-9]{8,10}:AA[0-9A-Za-z_-]{33}"), ":aa");
+        assert_eq!(inside(r"(?-u:\b)[0-9a-f]{32}-us[0-9]{1,2}(?-u:\b)"), "-us");
+        assert_eq!(inside(r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,70}"), ".atlasv1.");
+        // The longest of several: `AZDO` beats nothing, `JQQJ9` beats `AZDO`.
+        assert_eq!(inside(r"([A-Za-z0-9]{52}JQQJ9[0-9A-Za-z]{4}AZDO[A-Za-z0-9]{19})"), "jqqj9");
+        // Every branch must hold one.
+        assert_eq!(inside(r"sl\.[a-z]{9}|[a-z0-9]{11}AAAAAAAAAA[a-z]{4}"), "aaaaaaaaaa|sl.");
+        assert_eq!(literals(r"sl\.[a-z]{9}|[a-z0-9]{11}[a-z]{4}"), Literals::None);
+        // A part that may be absent holds nothing every match has.
+        assert_eq!(literals(r"[0-9]{4}(?:-us)?[0-9]{2}"), Literals::None);
+        assert_eq!(literals(r"[0-9]{4}(?:x-us)*[0-9]{2}"), Literals::None);
     }
 
     #[test]

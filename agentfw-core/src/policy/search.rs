@@ -13,7 +13,7 @@
 //!    When that could read more than one search over the rest of the text (many places,
 //!    each reading up to the pattern's longest match, or [`UNBOUNDED_READ`] bytes for a
 //!    pattern without one), one search from the first place reads the rest once instead.
-//! 3. A candidate found only by a literal its matches end with, and each of the few
+//! 3. A candidate found only by a literal its matches end with or hold inside, and each of the few
 //!    patterns without literals, is searched alone over the whole text. Alone, not as one
 //!    set: a set of a dozen large patterns is what thrashes, while each alone keeps a small
 //!    automaton, and the cost of a text is bounded by their number.
