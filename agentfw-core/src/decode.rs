@@ -132,7 +132,7 @@ impl Scanner<'_> {
                 i = after;
                 continue;
             }
-            let len = count(bytes, i, is_base64).min(end - i);
+            let len = base64_run(bytes, i).min(end - i);
             if len == 0 {
                 i += 1;
                 continue;
@@ -157,6 +157,13 @@ impl Scanner<'_> {
         }
         end
     }
+}
+
+/// How long the base64 run at `at` is: letters, digits and `+/-_`, then any `=` padding,
+/// which only ends a run (`NAME=` is not the start of one: `KEY=7365…` is a name and hex).
+fn base64_run(bytes: &[u8], at: usize) -> usize {
+    let body = count(bytes, at, |b| b != b'=' && is_base64(b));
+    body + count(bytes, at + body, |b| b == b'=')
 }
 
 /// How many bytes from `at` on satisfy `pred`.
@@ -341,6 +348,16 @@ mod tests {
         }
         assert_eq!(decoded_view(&text, &found).unwrap(), "one first decoded text two second one here three");
         assert_eq!(decoded_view("nothing", &[]), None);
+    }
+
+    /// Padding ends a run: a name and `=` before an encoded value is not part of it.
+    #[test]
+    fn a_name_before_an_encoded_value_is_not_encoded() {
+        let hex: String = COMMAND.bytes().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(one(&format!("PAYLOAD={hex}")), (Encoding::Hex, COMMAND.to_owned()));
+        let b64 = STANDARD.encode(COMMAND);
+        assert_eq!(one(&format!("SCRIPT_B64={b64}")), (Encoding::Base64, COMMAND.to_owned()));
+        assert_eq!(one(&format!("{b64}!")).1, COMMAND, "padding is kept with its run");
     }
 
     #[test]

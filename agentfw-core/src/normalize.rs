@@ -13,9 +13,31 @@ use unicode_normalization::UnicodeNormalization;
 /// The folded form of `text`. Idempotent: `fold(&fold(t)) == fold(t)`.
 pub fn fold(text: &str) -> String {
     if text.is_ascii() {
-        return fold_ascii(text.as_bytes());
+        return fold_ascii(text.as_bytes(), Case::Lower);
     }
-    let (mut folded, mut again) = fold_pass(text);
+    fold_unicode(text, Case::Lower)
+}
+
+/// The folded form of `text` with letters in the case they were written: NFKC, look-alikes
+/// replaced by the ASCII letter of the same case they imitate (Cyrillic `А` by `A`, `а` by
+/// `a`), invisibles removed, whitespace collapsed. What case-sensitive patterns (tokens,
+/// keys) are matched on, so that a fullwidth or look-alike spelling of a token is the token.
+pub fn fold_keeping_case(text: &str) -> String {
+    if text.is_ascii() {
+        return fold_ascii(text.as_bytes(), Case::Keep);
+    }
+    fold_unicode(text, Case::Keep)
+}
+
+/// Whether folding lower-cases letters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Case {
+    Lower,
+    Keep,
+}
+
+fn fold_unicode(text: &str, case: Case) -> String {
+    let (mut folded, mut again) = fold_pass(text, case);
     // A look-alike replaced by its ASCII letter may now compose with a following accent
     // (Cyrillic `і` + U+0301 becomes `i` + U+0301), so may a lower-cased letter (`H` +
     // U+0331 has no composed form, `h` + U+0331 has), and a letter and an accent that a
@@ -27,18 +49,18 @@ pub fn fold(text: &str) -> String {
         if !again {
             break;
         }
-        (folded, again) = fold_pass(&folded);
+        (folded, again) = fold_pass(&folded, case);
     }
     folded
 }
 
 /// One pass of NFKC, lower case, look-alikes, invisibles and whitespace; and whether the
 /// result must be normalized again.
-fn fold_pass(text: &str) -> (String, bool) {
-    let mut out = Folder::with_capacity(text.len());
+fn fold_pass(text: &str, case: Case) -> (String, bool) {
+    let mut out = Folder::with_capacity(text.len(), case);
     for c in text.nfkc() {
         if c.is_ascii() {
-            let lower = c.to_ascii_lowercase();
+            let lower = if case == Case::Lower { c.to_ascii_lowercase() } else { c };
             out.push(lower);
             out.changed = lower != c;
         } else {
@@ -56,7 +78,7 @@ fn fold_pass(text: &str) -> (String, bool) {
 /// spaces between them. Such a run is found with one cheap test per byte and copied in one
 /// go (a loop the compiler widens); only the bytes between runs (line breaks, indentation,
 /// controls) are folded one at a time.
-fn fold_ascii(bytes: &[u8]) -> String {
+fn fold_ascii(bytes: &[u8], case: Case) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     // What is owed before the next visible byte: nothing, a space or a line break.
     let mut owed = 0u8;
@@ -65,13 +87,16 @@ fn fold_ascii(bytes: &[u8]) -> String {
         let run = plain_run(rest);
         let (now, later) = rest.split_at(run.max(1));
         if run == 0 {
-            fold_bytes(now, &mut out, &mut owed);
+            fold_bytes(now, &mut out, &mut owed, case);
         } else {
             if owed != 0 && !out.is_empty() {
                 out.push(owed);
             }
             owed = 0;
-            out.extend(now.iter().map(u8::to_ascii_lowercase));
+            match case {
+                Case::Lower => out.extend(now.iter().map(u8::to_ascii_lowercase)),
+                Case::Keep => out.extend_from_slice(now),
+            }
         }
         rest = later;
     }
@@ -116,7 +141,7 @@ fn plain_run(bytes: &[u8]) -> usize {
 }
 
 /// Folds `bytes` one at a time, carrying what is owed before the next visible byte.
-fn fold_bytes(bytes: &[u8], out: &mut Vec<u8>, owed: &mut u8) {
+fn fold_bytes(bytes: &[u8], out: &mut Vec<u8>, owed: &mut u8, case: Case) {
     for &b in bytes {
         match ascii_class(b) {
             VISIBLE => {
@@ -124,7 +149,7 @@ fn fold_bytes(bytes: &[u8], out: &mut Vec<u8>, owed: &mut u8) {
                     out.push(*owed);
                 }
                 *owed = 0;
-                out.push(b.to_ascii_lowercase());
+                out.push(if case == Case::Lower { b.to_ascii_lowercase() } else { b });
             }
             SPACE if *owed == 0 => *owed = b' ',
             BREAK => *owed = b'\n',
@@ -155,7 +180,11 @@ fn fold_non_ascii(c: char, out: &mut Folder) {
         out.dropped = true;
         return;
     }
-    let lowered = c.to_lowercase();
+    let (mut lowered, mut kept) = (c.to_lowercase(), core::iter::once(c));
+    let lowered: &mut dyn ExactSizeIterator<Item = char> = match out.case {
+        Case::Lower => &mut lowered,
+        Case::Keep => &mut kept,
+    };
     // `İ` lower-cases to `i` + U+0307, which a following mark may have to be reordered with.
     out.recompose |= lowered.len() > 1;
     for lower in lowered {
@@ -194,10 +223,11 @@ struct Folder {
     /// Recent look-alike lookups, direct-mapped by code point: real text repeats a small
     /// alphabet, and a TR39 skeleton costs far more than a cache probe.
     cache: [(char, char); 64],
+    case: Case,
 }
 
 impl Folder {
-    fn with_capacity(n: usize) -> Self {
+    fn with_capacity(n: usize, case: Case) -> Self {
         Self {
             text: String::with_capacity(n),
             space: false,
@@ -206,6 +236,7 @@ impl Folder {
             dropped: false,
             recompose: false,
             cache: [('\0', '\0'); 64],
+            case,
         }
     }
 
@@ -220,6 +251,7 @@ impl Folder {
         let mut buf = [0u8; 4];
         let mut skeleton = unicode_security::skeleton(c.encode_utf8(&mut buf));
         let value = match (skeleton.next(), skeleton.next()) {
+            (Some(a), None) if a.is_ascii_alphanumeric() && self.case == Case::Keep => a,
             (Some(a), None) if a.is_ascii_alphanumeric() => a.to_ascii_lowercase(),
             _ => c,
         };
@@ -340,7 +372,7 @@ mod tests {
                     text.push(alphabet[i % alphabet.len()]);
                     i /= alphabet.len();
                 }
-                assert_eq!(fold_ascii(&text), by_byte(&text), "{text:?}");
+                assert_eq!(fold_ascii(&text, Case::Lower), by_byte(&text), "{text:?}");
             }
         }
         // Longer texts, mostly words and single spaces as real text is, so that whole
@@ -357,7 +389,21 @@ mod tests {
                     b'a' + (pick % 26) as u8
                 });
             }
-            assert_eq!(fold_ascii(&text), by_byte(&text), "{text:?}");
+            assert_eq!(fold_ascii(&text, Case::Lower), by_byte(&text), "{text:?}");
+        }
+    }
+
+    /// The case-keeping fold is the fold but for case: tokens are case-sensitive.
+    #[test]
+    fn folding_may_keep_case() {
+        assert_eq!(fold_keeping_case("ｇｈｐ＿ＡｂＣ１"), "ghp_AbC1");
+        assert_eq!(fold_keeping_case("\u{410}\u{412}\u{421} \u{430}\u{435}\u{43e}"), "ABC aeo");
+        assert_eq!(fold_keeping_case("sk-\u{200B}Ab\u{FEFF}Cd  \t x\n\n y"), "sk-AbCd x\ny");
+        assert_eq!(fold_keeping_case("AbC  dEf"), "AbC dEf");
+        // Not for every letter: upper-case Σ imitates no ASCII letter, lower-case σ imitates `o`.
+        for t in ["Ｈｅｌｌｏ\u{200B} Wörld", "ǅ ﬁ ẞ σς", "\u{456}\u{301}x\u{2029}y", "i\0\u{330}pp\u{5}", "AbC\tdEf  "]
+        {
+            assert_eq!(fold_keeping_case(t).to_lowercase(), fold(t).to_lowercase(), "{t:?}");
         }
     }
 

@@ -41,6 +41,7 @@ pub mod rule;
 mod scan;
 mod search;
 pub mod validators;
+mod views;
 pub(crate) mod yaml;
 
 use compile::{CompiledRule, RegexCache, Subject};

@@ -1,0 +1,299 @@
+//! Views of a text that a pattern set may be judged on besides the text as sent (PR4).
+//!
+//! A token is still a token when it is split over two lines, spaced every four characters,
+//! written in fullwidth letters or Cyrillic look-alikes, or wrapped in base64: a reader (or
+//! the next agent) puts it back together at no cost. A pattern file lists the views its set
+//! is judged on (`views: [folded, joined, decoded]`); the set finds a pattern if it finds one
+//! in the text as sent or in any of those views.
+//!
+//! - [`View::Folded`]: NFKC, look-alikes, invisibles, with case kept
+//!   ([`fold_keeping_case`]); built only for text that is not all ASCII.
+//! - [`View::Joined`]: whitespace removed inside candidate runs ([`joined`]); built only
+//!   when the text has one.
+//! - [`View::Decoded`]: base64, hex and URL-encoded stretches decoded one level
+//!   ([`decode`]); built only when a stretch decodes to text.
+//!
+//! Each view is at most about the size of the text (NFKC may expand a few characters, as
+//! the folded text rules read already does), built once per message and only for a set
+//! that asks, and scanned with the same literal prefilter as the text: the worst a text
+//! can cost is one more scan of the sets per view.
+
+use crate::decode::{decode, decoded_view};
+use crate::normalize::fold_keeping_case;
+
+/// A view of a text besides the text as sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    Folded,
+    Joined,
+    Decoded,
+}
+
+/// Every view, in the order they are tried, with their names in pattern files.
+pub(crate) const VIEWS: [(View, &str); 3] =
+    [(View::Folded, "folded"), (View::Joined, "joined"), (View::Decoded, "decoded")];
+
+impl View {
+    pub(crate) fn named(name: &str) -> Option<Self> {
+        VIEWS.iter().find(|(_, n)| *n == name).map(|(v, _)| *v)
+    }
+
+    /// Where this view's text is kept among a message's views.
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Self::Folded => 0,
+            Self::Joined => 1,
+            Self::Decoded => 2,
+        }
+    }
+
+    /// This view of `text`, or `None` when it would be `text` itself (nothing to fold,
+    /// join or decode).
+    pub(crate) fn of(self, text: &str) -> Option<String> {
+        let view = match self {
+            Self::Folded if text.is_ascii() => return None,
+            Self::Folded => fold_keeping_case(text),
+            Self::Joined => joined(text)?,
+            Self::Decoded => decoded_view(text, &decode(text))?,
+        };
+        (view != text).then_some(view)
+    }
+}
+
+/// The characters of a token: base64 and base64url letters, digits and the separators
+/// tokens use. `=` and `.` are left out: they end a name (`KEY=`) or a sentence.
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/')
+}
+
+/// Looks like part of a random token rather than a word: holds a digit, or a capital
+/// after a small letter.
+fn looks_random(part: &[u8]) -> bool {
+    part.iter().any(u8::is_ascii_digit)
+        || part.windows(2).any(|w| matches!(w, [a, b] if a.is_ascii_lowercase() && b.is_ascii_uppercase()))
+}
+
+/// Shortest piece of a token before a line break that the break is removed after.
+const MIN_LINE_PIECE: usize = 4;
+/// Groups of a spaced token are 2 to this many characters long.
+const MAX_GROUP: usize = 8;
+/// Fewest groups of the same length that make a spaced token.
+const MIN_GROUPS: usize = 3;
+/// Shortest joined token: what is shorter is no secret worth the work.
+const MIN_JOINED: usize = 16;
+
+/// `text` with the whitespace removed inside its candidate runs, or `None` when it has none:
+///
+/// - a token split over two lines: a line that ends with at least [`MIN_LINE_PIECE`] token
+///   characters that look random, followed by one line break (and indentation) and more
+///   token characters that look random or end their line;
+/// - a token spaced every few characters: at least [`MIN_GROUPS`] groups of 2 to
+///   [`MAX_GROUP`] token characters, all of the same length but the last (which may be
+///   shorter), separated by spaces or tabs, looking random together. The first group may
+///   follow a name or a quote (`KEY=ghp_ AbC1 …`, `"sk-p roj- …`), the last may be followed
+///   by a quote or a comma.
+///
+/// Everything else, prose included, is left as it is, so a run of words is not made one.
+/// Linear: each chunk between whitespace is looked at a bounded number of times.
+pub(crate) fn joined(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let chunks = chunks(bytes);
+    // `join[i]`: remove the whitespace before chunk `i`.
+    let mut join = vec![false; chunks.len()];
+    let mut any = false;
+    let chunk = |i: usize| chunks.get(i).and_then(|r| bytes.get(r.clone())).unwrap_or_default();
+    let gap = |i: usize| match (chunks.get(i.wrapping_sub(1)), chunks.get(i)) {
+        (Some(a), Some(b)) => bytes.get(a.end..b.start).unwrap_or_default(),
+        _ => &[][..],
+    };
+    let breaks = |g: &[u8]| g.iter().filter(|&&b| b == b'\n').count();
+    for (i, flag) in join.iter_mut().enumerate().skip(1) {
+        let (tail, head) = (token_tail(chunk(i - 1)), token_head(chunk(i)));
+        // The piece after the break looks random too, or is alone on its line (`Ik"`):
+        // not the first word of a line that follows a token.
+        let alone = i + 1 == chunks.len() || breaks(gap(i + 1)) > 0;
+        if breaks(gap(i)) == 1
+            && tail.len() >= MIN_LINE_PIECE
+            && !head.is_empty()
+            && tail.len() + head.len() >= MIN_JOINED
+            && looks_random(tail)
+            && (looks_random(head) || alone)
+        {
+            *flag = true;
+            any = true;
+        }
+    }
+    let mut i = 0;
+    while i < chunks.len() {
+        // A spaced run starts at chunk `i` with a group of length `len`: all of the chunk,
+        // or its end after something that is not a token character.
+        let len = token_tail(chunk(i)).len();
+        if !(2..=MAX_GROUP).contains(&len) {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        while j < chunks.len() && breaks(gap(j)) == 0 && chunk(j).len() == len && chunk(j).iter().all(|&b| is_token(b))
+        {
+            j += 1;
+        }
+        // The last group may be shorter, and be followed by a quote or a comma.
+        let last = (j < chunks.len() && breaks(gap(j)) == 0)
+            .then(|| token_head(chunk(j)).len())
+            .filter(|&l| (1..=len).contains(&l) && j > i + 1);
+        let groups = j - i;
+        let total = groups * len + last.unwrap_or(0);
+        let random = (i..j).any(|k| looks_random(chunk(k)));
+        if groups >= MIN_GROUPS && total >= MIN_JOINED && random {
+            for flag in join.get_mut(i + 1..j).into_iter().flatten() {
+                *flag = true;
+            }
+            if last.is_some()
+                && let Some(flag) = join.get_mut(j)
+            {
+                *flag = true;
+            }
+            any = true;
+        }
+        i = j.max(i + 1);
+    }
+    if !any {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (range, joined) in chunks.iter().zip(&join) {
+        let keep = if *joined { range.start } else { at };
+        out.push_str(text.get(keep..range.end).or_else(|| text.get(at..range.end))?);
+        at = range.end;
+    }
+    out.push_str(text.get(at..)?);
+    Some(out)
+}
+
+/// The stretches of `bytes` between ASCII whitespace.
+fn chunks(bytes: &[u8]) -> Vec<core::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, b) in bytes.iter().enumerate() {
+        match (b.is_ascii_whitespace(), start) {
+            (true, Some(s)) => {
+                out.push(s..i);
+                start = None;
+            }
+            (false, None) => start = Some(i),
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        out.push(s..bytes.len());
+    }
+    out
+}
+
+/// The token characters `chunk` ends with.
+fn token_tail(chunk: &[u8]) -> &[u8] {
+    let n = chunk.iter().rev().take_while(|&&b| is_token(b)).count();
+    chunk.get(chunk.len() - n..).unwrap_or_default()
+}
+
+/// The token characters `chunk` starts with.
+fn token_head(chunk: &[u8]) -> &[u8] {
+    let n = chunk.iter().take_while(|&&b| is_token(b)).count();
+    chunk.get(..n).unwrap_or_default()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "ghp_R8x2LmQ9vKp3TzW7nYb4HcJ6fDs1Ae0Gu5Ik";
+
+    fn spaced(value: &str, every: usize) -> String {
+        value.as_bytes().chunks(every).map(|c| core::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn a_token_split_over_two_lines_is_joined() {
+        let (a, b) = TOKEN.split_at(20);
+        assert_eq!(
+            joined(&format!("GITHUB_TOKEN={a}\n{b}\nnext line")).unwrap(),
+            format!("GITHUB_TOKEN={TOKEN}\nnext line")
+        );
+        assert_eq!(joined(&format!("token: \"{a}\r\n    {b}\"")).unwrap(), format!("token: \"{TOKEN}\""));
+        let (a, b) = TOKEN.split_at(31);
+        assert_eq!(joined(&format!("{a}\n{b}")).unwrap(), TOKEN);
+    }
+
+    #[test]
+    fn a_token_spaced_every_few_characters_is_joined() {
+        for every in [2, 3, 4, 5, 8] {
+            let text = format!("export GITHUB_TOKEN={} # rotated", spaced(TOKEN, every));
+            assert_eq!(joined(&text).unwrap(), format!("export GITHUB_TOKEN={TOKEN} # rotated"), "{every}");
+            let quoted = format!("{{\"token\": \"{}\", \"ok\": true}}", spaced(TOKEN, every));
+            assert_eq!(joined(&quoted).unwrap(), format!("{{\"token\": \"{TOKEN}\", \"ok\": true}}"), "{every}");
+        }
+        let tabbed =
+            TOKEN.as_bytes().chunks(4).map(|c| core::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\t");
+        assert_eq!(joined(&tabbed).unwrap(), TOKEN);
+    }
+
+    #[test]
+    fn prose_code_and_wrapped_words_are_left_alone() {
+        for text in [
+            "Please review the configuration\nfile before you merge it into main.",
+            "the key is in the vault; ask them what they need from us",
+            "fn main() {\n    let value = compute(input, options);\n    println!(\"{value}\");\n}",
+            "Ideas: this that they them were when what",
+            "ok\nok",
+        ] {
+            assert_eq!(joined(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn fullwidth_and_look_alike_tokens_fold_to_the_token() {
+        let fullwidth: String = TOKEN
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { char::from_u32(c as u32 + 0xFEE0).unwrap() } else { c })
+            .collect();
+        assert_eq!(View::Folded.of(&format!("TOKEN={fullwidth}")).unwrap(), format!("TOKEN={TOKEN}"));
+        let look_alike = TOKEN.replace('p', "\u{440}").replace('T', "\u{422}").replace('H', "\u{41D}");
+        assert_eq!(View::Folded.of(&look_alike).unwrap(), TOKEN);
+        let hidden = TOKEN.replace('x', "x\u{200B}");
+        assert_eq!(View::Folded.of(&hidden).unwrap(), TOKEN);
+        assert_eq!(View::Folded.of(TOKEN), None, "ASCII folds to itself");
+    }
+
+    #[test]
+    fn encoded_tokens_decode_to_the_token() {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD.encode(TOKEN);
+        assert_eq!(View::Decoded.of(&format!("TOKEN=\"{b64}\"")).unwrap(), format!("TOKEN=\"{TOKEN}\""));
+        let url: String = TOKEN.bytes().map(|b| format!("%{b:02X}")).collect();
+        assert_eq!(View::Decoded.of(&format!("token={url}")).unwrap(), format!("token={TOKEN}"));
+        assert_eq!(View::Decoded.of("nothing encoded here"), None);
+    }
+
+    #[test]
+    fn views_are_named_in_pattern_files() {
+        for (view, name) in VIEWS {
+            assert_eq!(View::named(name), Some(view));
+            assert_eq!(VIEWS.get(view.index()).map(|(v, _)| *v), Some(view));
+        }
+        assert_eq!(View::named("rot13"), None);
+    }
+
+    /// Hostile shapes stay linear and give nothing or a text no longer than the input.
+    #[test]
+    fn joining_is_bounded_by_the_input() {
+        for hostile in
+            ["a1 ".repeat(30_000), "Ab1x\n".repeat(20_000), " \n".repeat(30_000), "abcdefgh1\n".repeat(9_000)]
+        {
+            if let Some(view) = joined(&hostile) {
+                assert!(view.len() <= hostile.len());
+            }
+        }
+    }
+}
