@@ -61,16 +61,16 @@ impl View {
 }
 
 /// The characters of a token: base64 and base64url letters, digits and the separators
-/// tokens use. `=` and `.` are left out: they end a name (`KEY=`) or a sentence.
+/// tokens use (`SG.…`, JWT segments). `=` is left out: it ends a name (`KEY=`).
 fn is_token(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/')
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'.')
 }
 
-/// Looks like part of a random token rather than a word: holds a digit, or a capital
-/// after a small letter.
+/// Looks like part of a random token rather than a word: holds a digit, or small letters
+/// and a capital that does not start it (`glrt-aucr-Uz`, not `Hello` or `FEATURE_FLAGS`).
 fn looks_random(part: &[u8]) -> bool {
     part.iter().any(u8::is_ascii_digit)
-        || part.windows(2).any(|w| matches!(w, [a, b] if a.is_ascii_lowercase() && b.is_ascii_uppercase()))
+        || (part.iter().any(u8::is_ascii_lowercase) && part.iter().skip(1).any(u8::is_ascii_uppercase))
 }
 
 /// Shortest piece of a token before a line break that the break is removed after.
@@ -109,9 +109,10 @@ pub(crate) fn joined(text: &str) -> Option<String> {
     let breaks = |g: &[u8]| g.iter().filter(|&&b| b == b'\n').count();
     for (i, flag) in join.iter_mut().enumerate().skip(1) {
         let (tail, head) = (token_tail(chunk(i - 1)), token_head(chunk(i)));
-        // The piece after the break looks random too, or is alone on its line (`Ik"`):
-        // not the first word of a line that follows a token.
-        let alone = i + 1 == chunks.len() || breaks(gap(i + 1)) > 0;
+        // The piece after the break looks random too, or is alone on its line but for
+        // punctuation (`Ik"`, `Ik",`): not the first word of a line that follows a token.
+        let alone = (i + 1 == chunks.len() || breaks(gap(i + 1)) > 0)
+            && chunk(i).get(head.len()..).is_some_and(|rest| !rest.iter().any(u8::is_ascii_alphanumeric));
         if breaks(gap(i)) == 1
             && tail.len() >= MIN_LINE_PIECE
             && !head.is_empty()
@@ -224,6 +225,11 @@ mod tests {
         assert_eq!(joined(&format!("token: \"{a}\r\n    {b}\"")).unwrap(), format!("token: \"{TOKEN}\""));
         let (a, b) = TOKEN.split_at(31);
         assert_eq!(joined(&format!("{a}\n{b}")).unwrap(), TOKEN);
+        // The line after the token's second half is not joined to it.
+        let text = format!("K={a}\n{b}\nFEATURE_FLAGS=search,billing");
+        assert_eq!(joined(&text).unwrap(), format!("K={TOKEN}\nFEATURE_FLAGS=search,billing"));
+        // Pieces without digits, mixed case after the start.
+        assert_eq!(joined("t: glrt-aucr-Uz\nAJTyRbViYbhmQ").unwrap(), "t: glrt-aucr-UzAJTyRbViYbhmQ");
     }
 
     #[test]
@@ -234,6 +240,9 @@ mod tests {
             let quoted = format!("{{\"token\": \"{}\", \"ok\": true}}", spaced(TOKEN, every));
             assert_eq!(joined(&quoted).unwrap(), format!("{{\"token\": \"{TOKEN}\", \"ok\": true}}"), "{every}");
         }
+        // Groups holding dots (`SG.r BfKG …`, `Nw.F x-F_ 3.I3`).
+        let dotted = "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";
+        assert_eq!(joined(&format!("KEY=\"{}\"", spaced(dotted, 4))).unwrap(), format!("KEY=\"{dotted}\""));
         let tabbed =
             TOKEN.as_bytes().chunks(4).map(|c| core::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\t");
         assert_eq!(joined(&tabbed).unwrap(), TOKEN);
@@ -247,6 +256,7 @@ mod tests {
             "fn main() {\n    let value = compute(input, options);\n    println!(\"{value}\");\n}",
             "Ideas: this that they them were when what",
             "ok\nok",
+            "the deploy finished.\nNext we look at the logs.",
         ] {
             assert_eq!(joined(text), None, "{text}");
         }
