@@ -167,7 +167,7 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
         let mut text: Vec<&str> = (0..8 + rng.below(12)).map(|_| WORDS[rng.below(WORDS.len())]).collect();
         let secret;
         if rng.below(10) == 0 {
-            secret = format!("ghp_{:016x}{:016x}abcd", rng.next(), rng.next());
+            secret = github_token(&format!("{:016x}{:014x}", rng.next(), rng.next() >> 8));
             text.push(&secret);
         }
         let target = agents[to].0.clone();
@@ -265,4 +265,20 @@ fn soak_every_accepted_message_delivered_once_memory_flat_audit_complete() {
         tally.refused_on_send,
         memory.join(" and ")
     );
+}
+
+/// A GitHub token the way GitHub builds one: `ghp_`, 30 base62 characters, then their
+/// CRC-32 in 6 base62 digits. The pack checks that checksum, so a made-up tail would pass.
+fn github_token(entropy: &str) -> String {
+    const BASE62: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let crc = !entropy.bytes().fold(!0u32, |crc, b| {
+        (0..8).fold(crc ^ u32::from(b), |c, _| if c & 1 == 1 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 })
+    });
+    let mut n = u64::from(crc);
+    let mut digits = [b'0'; 6];
+    for d in digits.iter_mut().rev() {
+        *d = BASE62[(n % 62) as usize];
+        n /= 62;
+    }
+    format!("ghp_{entropy}{}", String::from_utf8_lossy(&digits))
 }
