@@ -30,11 +30,11 @@ pub struct Agents {
 }
 
 impl Agents {
-    /// Note `agent` and the sessions it runs inside; returns the (session, key) of each
-    /// seen for the first time, or now known as another agent.
-    pub fn learn(&mut self, now: Timestamp, agent: &Agent) -> Vec<(AgentId, AgentKey)> {
+    /// Note `agent` and the sessions it runs inside, keyed on the machine `here`; returns
+    /// the (session, key) of each seen for the first time, or now known as another agent.
+    pub fn learn(&mut self, now: Timestamp, agent: &Agent, here: &str) -> Vec<(AgentId, AgentKey)> {
         let mut new = Vec::new();
-        for (id, key) in agent.keyed_chain() {
+        for (id, key) in agent.keyed_chain(here) {
             let seen = Seen { key: key.clone(), at: now };
             if self.seen.insert(id.clone(), seen).is_none_or(|old| old.key != key) {
                 new.push((id, key));
@@ -52,6 +52,20 @@ impl Agents {
     /// stands for that session alone (it cannot equal the key of any [`Agent`]).
     pub fn key_or_session(&self, session: &AgentId) -> AgentKey {
         self.key_of(session).unwrap_or_else(|| AgentKey::session(session))
+    }
+
+    /// The keys of the sessions seen, for [`crate::firewall::Input::Machine`].
+    pub fn keys(&self) -> impl Iterator<Item = &AgentKey> {
+        self.seen.values().map(|s| &s.key)
+    }
+
+    /// Every key `rekey` moves is that agent's new key.
+    pub fn rekey(&mut self, rekey: impl Fn(&AgentKey) -> Option<AgentKey>) {
+        for seen in self.seen.values_mut() {
+            if let Some(key) = rekey(&seen.key) {
+                seen.key = key;
+            }
+        }
     }
 
     /// Forget sessions not seen for `keep`.

@@ -94,7 +94,8 @@ impl Containment {
     /// The live quarantine that holds `agent`: its own, or that of a session it runs inside
     /// (ID6), with the id of the session in `agent`'s chain that it holds. A quarantine holds
     /// a session by its id and, through its key, every other process of the same agent.
-    pub fn quarantine_within(&self, now: Timestamp, agent: &Agent) -> Option<(AgentId, &Quarantine)> {
+    /// `here` is the machine an agent with no machine runs on ([`Agent::key`]).
+    pub fn quarantine_within(&self, now: Timestamp, agent: &Agent, here: &str) -> Option<(AgentId, &Quarantine)> {
         if let Some(q) = self.quarantine_of(now, &agent.id) {
             return Some((agent.id.clone(), q));
         }
@@ -103,7 +104,7 @@ impl Containment {
             return Some((id.clone(), q));
         }
         agent
-            .keyed_chain()
+            .keyed_chain(here)
             .find_map(|(id, key)| live().find(|(_, q)| q.key.as_ref() == Some(&key)).map(|(_, q)| (id, q)))
     }
 
@@ -112,6 +113,20 @@ impl Containment {
     pub fn bind_key(&mut self, session: &AgentId, key: &AgentKey) {
         if let Some(q) = self.quarantined.get_mut(session).filter(|q| q.key.is_none()) {
             q.key = Some(key.clone());
+        }
+    }
+
+    /// The keys quarantines hold, for [`crate::firewall::Input::Machine`].
+    pub fn keys(&self) -> impl Iterator<Item = &AgentKey> {
+        self.quarantined.values().filter_map(|q| q.key.as_ref())
+    }
+
+    /// Every key `rekey` moves is that agent's new key.
+    pub fn rekey(&mut self, rekey: impl Fn(&AgentKey) -> Option<AgentKey>) {
+        for q in self.quarantined.values_mut() {
+            if let Some(key) = q.key.as_ref().and_then(&rekey) {
+                q.key = Some(key);
+            }
         }
     }
 

@@ -47,6 +47,12 @@ pub struct Config {
     /// The admission gate (AD1–AD8); off unless set.
     #[serde(default)]
     pub admission: AdmissionConfig,
+    /// This machine's name: the machine of every agent whose [`Agent::machine`] is empty,
+    /// in its key. Every machine must name it the same (its name on the relay), so that an
+    /// agent has one key everywhere and containment reported by any machine holds it on
+    /// all. Changed on a running state by [`Input::Machine`]; empty in states saved before.
+    #[serde(default)]
+    pub machine: String,
 }
 
 impl Default for Config {
@@ -57,6 +63,7 @@ impl Default for Config {
             containment: ContainmentConfig::default(),
             limits: LimitsConfig::default(),
             admission: AdmissionConfig::default(),
+            machine: String::new(),
         }
     }
 }
@@ -174,11 +181,15 @@ impl Refusal {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum AdminAction {
-    /// Quarantine an agent for a while.
+    /// Quarantine an agent for a while: the session `agent` and every process of its
+    /// agent, `key` when given (containment another machine reported, [`Quarantine::key`]),
+    /// else the key this firewall knows for the session.
     Quarantine {
         agent: AgentId,
         seconds: u64,
         reason: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<AgentKey>,
     },
     LiftQuarantine {
         agent: AgentId,
@@ -251,6 +262,10 @@ pub enum Input {
     /// agent it is a process of, so what was put on the session id before (a quarantine,
     /// counts saved before agent keys) holds its agent. Sending and receiving note it too.
     Seen(Agent),
+    /// This machine's name is now this ([`Config::machine`]): what was kept under its
+    /// previous name, or under none (a state saved before machines were named in keys), is
+    /// kept under the new one, so quarantines, counts and the ledger carry over.
+    Machine(String),
     Admin(AdminAction),
     /// Time passed: expire what is due.
     Timeout,
@@ -441,7 +456,7 @@ impl Firewall {
     /// The live quarantine that holds `agent`: its own, or that of a session it runs inside
     /// (ID6).
     pub fn quarantine_for(&self, now: Timestamp, agent: &Agent) -> Option<&Quarantine> {
-        self.state.containment.quarantine_within(now, agent).map(|(_, q)| q)
+        self.state.containment.quarantine_within(now, agent, &self.state.config.machine).map(|(_, q)| q)
     }
 
     pub fn containment(&self) -> &Containment {
@@ -496,6 +511,10 @@ impl Firewall {
             Input::Deliver(message) => self.deliver(now, rng, message),
             Input::Seen(agent) => {
                 self.learn(now, &agent);
+                Output::Done
+            }
+            Input::Machine(name) => {
+                self.rename_machine(name);
                 Output::Done
             }
             Input::HumanTurn(agent) => {
@@ -556,9 +575,11 @@ impl Firewall {
             return self.refuse_send(now, id, &out, size, 1, reason);
         }
         let decoded_body = decoded_view(&body, &decoded);
-        let trace = self.state.ledger.trace(now, &out.from, &out.to, &text);
+        let here = self.state.config.machine.as_str();
+        let (agent, to_agent) = (out.from.key(here), out.to.key(here));
+        let trace = self.state.ledger.trace(now, &out.from, &out.to, [&agent, &to_agent], &text);
         let provenance = trace.provenance.clone();
-        let thread = match self.state.limits.thread_for(id, &out.from.key(), out.reply_to) {
+        let thread = match self.state.limits.thread_for(id, &agent, out.reply_to) {
             Ok(t) => t,
             Err(trip) => return self.refuse_send(now, id, &out, size, provenance.hops, Reason::trip(&trip)),
         };
@@ -584,8 +605,8 @@ impl Firewall {
             self.contain(now, id, &judged, &out.to.id, prints, &rule, &reason);
             return self.refuse_send(now, id, &out, size, judged.hops, Reason::rule(rule, reason));
         }
-        let within: Vec<AgentKey> = out.from.enclosing().map(|e| e.key()).collect();
-        let (agent, to_agent) = (out.from.key(), out.to.key());
+        let here = self.state.config.machine.as_str();
+        let within: Vec<AgentKey> = out.from.enclosing().map(|e| e.key(here)).collect();
         let attempt = Attempt {
             id,
             from: &out.from.id,
@@ -607,7 +628,7 @@ impl Firewall {
         warnings.extend(admit.warnings.iter().map(Reason::trip));
         let turn = admit.turn;
         self.state.limits.record_send(now, &attempt, admit);
-        self.state.ledger.sent(&out.from.key(), &out.to.key(), trace);
+        self.state.ledger.sent(&agent, &to_agent, trace);
         let message = Accepted {
             id,
             from: out.from,
@@ -703,9 +724,10 @@ impl Firewall {
             return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
         }
         let refused_forwarded = self.refused_forwarded(&view, decoded_body.as_deref());
-        self.state.ledger.record(now, &m.to.key(), text, m.provenance.clone(), refused_forwarded);
+        let recipient = m.to.key(&self.state.config.machine);
+        self.state.ledger.record(now, &recipient, text, m.provenance.clone(), refused_forwarded);
         let fenced = fence(&m.from.header_label(), id, &body, rng);
-        self.state.limits.record_delivery(now, &m.to.key(), m.turn);
+        self.state.limits.record_delivery(now, &recipient, m.turn);
         self.record_delivery(now, &m, Verdict::Allow, None);
         Output::Delivered { delivery: Delivery { message: m, fenced }, warnings }
     }
@@ -715,7 +737,8 @@ impl Firewall {
     /// A session inside a quarantined one is held with it (ID6).
     fn contained(&self, now: Timestamp, me: &Agent, other: &Agent, role: &str) -> Option<(Timestamp, Reason)> {
         let c = &self.state.containment;
-        let (who, q) = match (c.quarantine_within(now, me), c.quarantine_within(now, other)) {
+        let here = &self.state.config.machine;
+        let (who, q) = match (c.quarantine_within(now, me, here), c.quarantine_within(now, other, here)) {
             (Some((id, q)), _) if id == me.id => ("you are".to_owned(), q),
             (Some((id, q)), _) => (format!("the session you run inside, {}, is", enclosing_label(me, &id)), q),
             (None, Some((id, q))) if id == other.id => (format!("{role}, {}, is", other.label()), q),
@@ -915,11 +938,34 @@ impl Firewall {
     /// sight of a session, a quarantine put on it before now holds its agent from here on,
     /// and what a state saved before agent keys counted under its id is its agent's.
     fn learn(&mut self, now: Timestamp, agent: &Agent) {
-        for (id, key) in self.state.agents.learn(now, agent) {
+        for (id, key) in self.state.agents.learn(now, agent, &self.state.config.machine) {
             self.state.containment.bind_key(&id, &key);
             self.state.limits.adopt(&id, &key);
             self.state.ledger.adopt(&id, &key);
         }
+    }
+
+    /// [`Input::Machine`]: keys of agents on the old name, or on none, move to `name`.
+    fn rename_machine(&mut self, name: String) {
+        let s = &mut self.state;
+        let old = core::mem::replace(&mut s.config.machine, name);
+        let new = s.config.machine.as_str();
+        let moved = |key: &AgentKey| (key.is_on("") || key.is_on(&old)).then(|| key.on_machine(new)).flatten();
+        let mut pairs: Vec<(AgentKey, AgentKey)> = s
+            .agents
+            .keys()
+            .chain(s.containment.keys())
+            .filter_map(|key| moved(key).map(|to| (key.clone(), to)))
+            .filter(|(from, to)| from != to)
+            .collect();
+        pairs.sort();
+        pairs.dedup();
+        for (from, to) in &pairs {
+            s.limits.rekey(from, to);
+            s.ledger.rekey(from, to);
+        }
+        s.agents.rekey(moved);
+        s.containment.rekey(moved);
     }
 
     fn refuse_send(
@@ -972,8 +1018,8 @@ impl Firewall {
     fn admin(&mut self, now: Timestamp, action: AdminAction) {
         let s = &mut self.state;
         match action {
-            AdminAction::Quarantine { agent, seconds, reason } => {
-                let key = s.agents.key_of(&agent);
+            AdminAction::Quarantine { agent, seconds, reason, key } => {
+                let key = key.or_else(|| s.agents.key_of(&agent));
                 let duration = core::time::Duration::from_secs(seconds);
                 let q = s.containment.quarantine(now, agent.clone(), key, duration, reason);
                 s.events.push_back(Event::Quarantined { agent, quarantine: q });

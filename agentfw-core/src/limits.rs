@@ -409,7 +409,13 @@ impl Limits {
     /// under the bare session id ([`AgentKey::legacy`]) are the agent's from now on, so an
     /// upgraded daemon keeps its limits.
     pub fn adopt(&mut self, id: &AgentId, key: &AgentKey) {
-        let legacy = AgentKey::legacy(id);
+        self.rekey(&AgentKey::legacy(id), key);
+    }
+
+    /// What was counted under `legacy` is the agent `key`'s from now on, merged with what
+    /// it has: [`Limits::adopt`], and a machine's new name ([`crate::firewall::Input::Machine`]).
+    pub fn rekey(&mut self, legacy: &AgentKey, key: &AgentKey) {
+        let legacy = legacy.clone();
         if let Some(old) = self.agents.remove(&legacy) {
             let agent = self.agents.entry(key.clone()).or_default();
             agent.sent.extend(old.sent);

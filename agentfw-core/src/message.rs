@@ -134,6 +134,44 @@ impl AgentKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether this is the key of an agent on `machine`.
+    pub fn is_on(&self, machine: &str) -> bool {
+        self.machine_span().and_then(|span| self.0.get(span)).is_some_and(|quoted| *quoted == format!("{machine:?}"))
+    }
+
+    /// This key with its machine part `machine`, if it is an agent's key; how state kept
+    /// under a machine's old name (or under none, before machines had names in keys) moves
+    /// to its new name ([`crate::firewall::Input::Machine`]).
+    pub fn on_machine(&self, machine: &str) -> Option<AgentKey> {
+        let span = self.machine_span()?;
+        let (head, tail) = (self.0.get(..span.start)?, self.0.get(span.end..)?);
+        Some(AgentKey(format!("{head}{machine:?}{tail}")))
+    }
+
+    /// Where the quoted machine part is: an agent's key starts with its quoted kind, `@`,
+    /// then the quoted machine ([`Agent::key`]).
+    fn machine_span(&self) -> Option<core::ops::Range<usize>> {
+        let kind_end = quoted_end(&self.0, 0)?;
+        let start = kind_end + 1;
+        (self.0.as_bytes().get(kind_end) == Some(&b'@')).then_some(())?;
+        Some(start..quoted_end(&self.0, start)?)
+    }
+}
+
+/// The end (exclusive) of the `Debug`-quoted string starting at byte `start` of `s`.
+fn quoted_end(s: &str, start: usize) -> Option<usize> {
+    let bytes = s.as_bytes();
+    (bytes.get(start) == Some(&b'"')).then_some(())?;
+    let mut i = start + 1;
+    while let Some(b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
 }
 
 impl fmt::Display for AgentKey {
@@ -150,7 +188,8 @@ pub struct Agent {
     pub kind: String,
     /// Basename of the agent's working directory (its git root where there is one).
     pub project: String,
-    /// The device the agent runs on; empty for this machine.
+    /// The device the agent runs on; empty for this machine (whose name the firewall's
+    /// [`crate::firewall::Config::machine`] gives, for the agent's key).
     pub machine: String,
     /// The sessions this one runs inside, nearest first (ID6): empty for a session started
     /// outside any other. A nested session inherits the standing of each of them (blocked,
@@ -237,20 +276,27 @@ impl Agent {
         self.chain().any(|id| id.is_session_of(host) || host.is_session_of(id))
     }
 
-    /// The [`AgentKey`] of the agent this session is a process of. Each part is quoted, so
+    /// The [`AgentKey`] of the agent this session is a process of, as the firewall of the
+    /// machine named `here` keys it: an agent whose `machine` is empty runs on `here`, so
+    /// every machine that names it the same gives it the same key. Each part is quoted, so
     /// no choice of names makes two different agents' keys equal.
-    pub fn key(&self) -> AgentKey {
-        let mut key = format!("{:?}@{:?}:{:?}", self.kind, self.machine, self.project);
+    pub fn key(&self, here: &str) -> AgentKey {
+        use core::fmt::Write as _;
+        let machine = if self.machine.is_empty() { here } else { &self.machine };
+        let mut key = String::with_capacity(8 + self.kind.len() + machine.len() + self.project.len());
+        // Writing to a String cannot fail.
+        let _ = write!(key, "{:?}@{:?}:{:?}", self.kind, machine, self.project);
         for e in &self.within {
-            key.push_str(&format!(" in {:?}:{:?}", e.kind, e.project));
+            let _ = write!(key, " in {:?}:{:?}", e.kind, e.project);
         }
         AgentKey(key)
     }
 
     /// The keys of this session's chain (its own, then each it runs inside, nearest first),
-    /// with the session id each belongs to.
-    pub fn keyed_chain(&self) -> impl Iterator<Item = (AgentId, AgentKey)> + '_ {
-        core::iter::once((self.id.clone(), self.key())).chain(self.enclosing().map(|e| (e.id.clone(), e.key())))
+    /// with the session id each belongs to, as the firewall of `here` keys them.
+    pub fn keyed_chain<'a>(&'a self, here: &'a str) -> impl Iterator<Item = (AgentId, AgentKey)> + 'a {
+        core::iter::once((self.id.clone(), self.key(here)))
+            .chain(self.enclosing().map(move |e| (e.id.clone(), e.key(here))))
     }
 
     /// The same agent as a hop on a provenance path.

@@ -43,7 +43,7 @@ fn a_quarantine_holds_every_process_of_the_agent_and_no_other() {
     let mut sim = sim(Config::default());
     let first = web(3100, 1_796_047_100_000);
     assert_eq!(code(&sim.send(&first, &api(), "the build is green")), "accepted");
-    sim.admin(AdminAction::Quarantine { agent: first.id.clone(), seconds: 3600, reason: "worm".into() });
+    sim.admin(AdminAction::Quarantine { agent: first.id.clone(), seconds: 3600, reason: "worm".into(), key: None });
     // The harness is started again in the same folder: a new pid and start time.
     let second = web(3900, 1_796_047_400_000);
     assert_ne!(first.id, second.id);
@@ -75,7 +75,7 @@ fn a_quarantine_of_an_outer_session_holds_a_new_process_of_it_and_what_runs_insi
     let mut sim = sim(Config::default());
     let host = Agent::new("cursor:3000:1796047000000", "cursor", "worker");
     assert_eq!(code(&sim.send(&host, &api(), "the build is green")), "accepted");
-    sim.admin(AdminAction::Quarantine { agent: host.id.clone(), seconds: 3600, reason: "worm".into() });
+    sim.admin(AdminAction::Quarantine { agent: host.id.clone(), seconds: 3600, reason: "worm".into(), key: None });
     let restarted = Agent::new("cursor:3300:1796047300000", "cursor", "worker");
     let inside = Agent {
         within: vec![Enclosing { id: restarted.id.clone(), kind: "cursor".into(), project: "worker".into() }],
@@ -90,7 +90,7 @@ fn a_quarantine_put_before_the_agent_was_known_holds_it_once_seen() {
     // An admin (or a policy from the relay) names a session this firewall has not seen yet.
     let mut sim = sim(Config::default());
     let first = web(3100, 1_796_047_100_000);
-    sim.admin(AdminAction::Quarantine { agent: first.id.clone(), seconds: 3600, reason: "worm".into() });
+    sim.admin(AdminAction::Quarantine { agent: first.id.clone(), seconds: 3600, reason: "worm".into(), key: None });
     assert_eq!(code(&sim.send(&first, &api(), "hello")), "containment.quarantined");
     assert_eq!(code(&sim.send(&web(3900, 1_796_047_400_000), &api(), "hello")), "containment.quarantined");
 }
@@ -160,7 +160,7 @@ fn saved_before_agent_keys(fw: &Firewall, agents: &[&Agent]) -> State {
     }
     let mut text = json.to_string();
     for agent in agents {
-        let key = serde_json::to_string(&agent.key()).unwrap();
+        let key = serde_json::to_string(&agent.key("")).unwrap();
         text = text.replace(&key, &serde_json::to_string(&agent.id).unwrap());
     }
     assert!(!text.contains("\\\"codex\\\"@"), "no agent key is left: {text}");
@@ -177,7 +177,7 @@ fn a_state_saved_before_agent_keys_keeps_its_quarantines_and_counts() {
         assert_eq!(code(&old.send(&first, &api(), &format!("update number {i} on the build"))), "accepted");
     }
     assert_eq!(code(&old.send(&worker, &api(), "the build is green")), "accepted");
-    old.admin(AdminAction::Quarantine { agent: worker.id.clone(), seconds: 3600, reason: "worm".into() });
+    old.admin(AdminAction::Quarantine { agent: worker.id.clone(), seconds: 3600, reason: "worm".into(), key: None });
     let state = saved_before_agent_keys(&old.firewall, &[&first, &worker, &api()]);
 
     let mut sim = Sim::new(Firewall::restore(state), old.now, ChaCha20Rng::seed_from_u64(8));

@@ -45,7 +45,7 @@ fn bytes_per_message(text: impl Fn(usize) -> String) -> isize {
     let before = LIVE.load(Ordering::Relaxed);
     for i in 0..N {
         let t = Text::new(&fold(&text(i)), &[]);
-        ledger.record(Timestamp::from_millis(0), &api.key(), t, provenance.clone(), Vec::new());
+        ledger.record(Timestamp::from_millis(0), &api.key(""), t, provenance.clone(), Vec::new());
     }
     let after = LIVE.load(Ordering::Relaxed);
     assert_eq!(ledger.len(), N);
@@ -114,11 +114,11 @@ fn a_session_at_the_ledgers_caps_holds_a_bounded_amount() {
     let now = Timestamp::from_millis(0);
     for i in 0..300 {
         let refused = if i % 10 == 0 { vec!["deny-forwarded-commands".to_owned()] } else { Vec::new() };
-        ledger.record(now, &api.key(), Text::new(&fold(&big_delivery(i)), &[]), provenance.clone(), refused);
+        ledger.record(now, &api.key(""), Text::new(&fold(&big_delivery(i)), &[]), provenance.clone(), refused);
     }
     for i in 0..config.per_session {
         let text = format!("short delivery {i} with a line of its own");
-        ledger.record(now, &api.key(), Text::new(&fold(&text), &[]), provenance.clone(), Vec::new());
+        ledger.record(now, &api.key(""), Text::new(&fold(&text), &[]), provenance.clone(), Vec::new());
     }
     let total = LIVE.load(Ordering::Relaxed) - before;
     println!(

@@ -69,7 +69,12 @@ fn the_label_names_the_chain_and_never_a_top_level_label() {
 #[test]
 fn a_session_inside_a_quarantined_one_is_held_both_ways() {
     let mut sim = sim(Config::default());
-    sim.admin(AdminAction::Quarantine { agent: worker().id, seconds: 3600, reason: "forwarded a worm".into() });
+    sim.admin(AdminAction::Quarantine {
+        agent: worker().id,
+        seconds: 3600,
+        reason: "forwarded a worm".into(),
+        key: None,
+    });
     let (code, text) = refusal(&sim.send(&nested_web(), &api(), "hello from a new harness"));
     assert_eq!(code, "containment.quarantined");
     assert!(text.contains("the session you run inside, worker (cursor), is quarantined"), "{text}");
@@ -91,7 +96,7 @@ fn a_session_inside_a_quarantined_one_is_held_both_ways() {
         ..Agent::new("claude:5300:1796047400000", "claude", "tool")
     };
     let thread = AgentId::new(format!("{}:019a-thread", host.id));
-    sim.admin(AdminAction::Quarantine { agent: thread, seconds: 60, reason: "test".into() });
+    sim.admin(AdminAction::Quarantine { agent: thread, seconds: 60, reason: "test".into(), key: None });
     assert_eq!(refusal(&sim.send(&nested, &api(), "a different note on caching")).0, "containment.quarantined");
 }
 

@@ -136,6 +136,14 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
+    /// This machine's name: on the relay, and in the key of each of its agents on every
+    /// machine (the firewall's `Config::machine`): the name it joined with, else the host
+    /// name (the default name to join with).
+    pub fn machine(&self) -> String {
+        let name = self.name.trim();
+        if name.is_empty() { crate::relay_link::hostname() } else { name.to_owned() }
+    }
+
     /// The CA file, a relative path taken from `dir` (the home, where `config.toml` is).
     pub fn ca_file(&self, dir: &Path) -> Option<std::path::PathBuf> {
         let ca = self.ca.trim();

@@ -78,6 +78,8 @@ pub enum FromLink {
     /// An opened delivery, to store once and then acknowledge by `seq`.
     Delivery {
         seq: u64,
+        /// The device that sealed it (its signature verified).
+        sender: DeviceId,
         message: Box<Accepted>,
     },
     /// A delivery that cannot be opened or does not match its routing: acknowledge it
@@ -167,7 +169,7 @@ pub fn start_for<W: Send + 'static>(
             keys.device()
         );
     }
-    let name = if config.name.trim().is_empty() { hostname() } else { config.name.trim().to_owned() };
+    let name = config.machine();
     let relay = Endpoint::new(&url, config.ca_file(&home.dir).as_deref()).map_err(|e| e.to_string())?;
     let _guard = runtime.enter();
     let link = Link::start(relay, keys, move |news| jobs.send(wrap(news)).is_ok());
@@ -384,6 +386,6 @@ impl Task {
         if message.id != opened.header.id || message.from.id != routing.from.id || message.to.id != routing.to.id {
             return Some(FromLink::Rejected { seq, why: "the message does not match its routing".to_owned() });
         }
-        Some(FromLink::Delivery { seq, message: Box::new(message) })
+        Some(FromLink::Delivery { seq, sender, message: Box::new(message) })
     }
 }

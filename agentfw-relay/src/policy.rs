@@ -108,7 +108,7 @@ impl Policy {
             );
         }
         for (who, agent) in [("the sender", from), ("the recipient", to)] {
-            if let Some(q) = self.firewall.quarantine_of(now, &agent.id) {
+            if let Some(q) = self.firewall.quarantine_for(now, agent) {
                 return deny(
                     "containment.quarantined",
                     format!("{who}, {}, is quarantined until {}: {}", agent.label(), q.until, q.reason),
@@ -186,6 +186,7 @@ impl Policy {
                 agent,
                 seconds: q.until.since(now).as_secs().max(1),
                 reason: q.reason,
+                key: q.key,
             });
         }
         actions.extend(self.firewall.containment().remembered_with_prints().map(|(remembered, prints)| {
@@ -205,6 +206,7 @@ impl Policy {
                     agent: agent.clone(),
                     seconds: quarantine.until.since(now).as_secs().max(1),
                     reason: quarantine.reason.clone(),
+                    key: quarantine.key.clone(),
                 })
             }
             Event::Remembered { text, message, rule, reason, prints } => {
@@ -293,7 +295,11 @@ mod tests {
         assert_eq!(reason, "the sender, web (claude), is not admitted to the network: mcp:github is HIGH (7.5)");
         p.apply(2, T0, &[AdminAction::Except { component: ComponentId::mcp("github").unwrap() }]);
         assert_eq!(p.check(T0, &web, &api), Check::Allow { warnings: vec![] });
-        p.apply(3, T0, &[AdminAction::Quarantine { agent: api.id.clone(), seconds: 60, reason: "admin".into() }]);
+        p.apply(
+            3,
+            T0,
+            &[AdminAction::Quarantine { agent: api.id.clone(), seconds: 60, reason: "admin".into(), key: None }],
+        );
         let Check::Deny { code, .. } = p.check(T0, &web, &api) else { panic!() };
         assert_eq!(code, "containment.quarantined");
         // Applied at its own time: a replayed log does not extend it.
@@ -320,7 +326,7 @@ mod tests {
                 AdminAction::SetAdmissionThreshold { threshold: Score::new(5.0).unwrap() },
                 AdminAction::Except { component: ComponentId::skill("deploy").unwrap() },
                 AdminAction::Disconnect { a: web.id.clone(), b: api.id.clone(), reason: "review".into() },
-                AdminAction::Quarantine { agent: web.id.clone(), seconds: 600, reason: "admin".into() },
+                AdminAction::Quarantine { agent: web.id.clone(), seconds: 600, reason: "admin".into(), key: None },
             ],
         );
         let mut copy = Policy::new();

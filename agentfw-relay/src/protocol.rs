@@ -513,6 +513,15 @@ pub struct AgentEntry {
     pub live: bool,
 }
 
+/// The machine every daemon and the relay name a device's agents by
+/// ([`agentfw_core::message::Agent::machine`]), and so the machine part of their keys: the
+/// name the device enrolled with, else the one its agents announce, else the device id.
+/// A daemon names its own machine the same ([`agentfw_core::firewall::Config::machine`]),
+/// so one agent has one key everywhere and containment reported by any machine holds it.
+pub fn machine_name(enrolled: &str, device: DeviceId, announced: &str) -> String {
+    [enrolled, announced].into_iter().find(|n| !n.is_empty()).map_or_else(|| device.to_string(), str::to_owned)
+}
+
 /// A device's public bundle and, if it rotated away, its signed rotation notice.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BundleEntry {

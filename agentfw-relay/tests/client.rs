@@ -118,7 +118,7 @@ async fn policy_missed_while_offline_is_undone_by_the_reset() {
     drop(d);
     relay.admin(vec![AdminAction::Reconnect { a: api.id.clone(), b: web.id.clone() }]).await.unwrap();
     relay
-        .admin(vec![AdminAction::Quarantine { agent: api.id.clone(), seconds: 600, reason: "r".into() }])
+        .admin(vec![AdminAction::Quarantine { agent: api.id.clone(), seconds: 600, reason: "r".into(), key: None }])
         .await
         .unwrap();
 

@@ -51,7 +51,7 @@ fn full_ledger(web: &Agent, api: &Agent) -> Ledger {
         let text = distinct(i, if ledger.marks() < marks { 4096 } else { 64 });
         ledger.record(
             now,
-            &api.key(),
+            &api.key("laptop"),
             Text::new(&fold(&text), &[]),
             Provenance::first_hop(web.hop(), api.hop()),
             vec![],
@@ -76,12 +76,13 @@ fn ledger(c: &mut Criterion) {
         let folded = fold(&body);
         let text = Text::new(&folded, &decode(&body));
         g.throughput(Throughput::Bytes(body.len() as u64));
+        let keys = (api.key("laptop"), worker.key("laptop"));
         g.bench_function(format!("send_trace/{name}"), |b| {
-            b.iter(|| ledger.trace(now, black_box(&api), &worker, black_box(&text)))
+            b.iter(|| ledger.trace(now, black_box(&api), &worker, [&keys.0, &keys.1], black_box(&text)))
         });
         let provenance = Provenance::first_hop(web.hop(), api.hop());
         g.bench_function(format!("deliver_record/{name}"), |b| {
-            b.iter(|| ledger.record(now, &api.key(), text.clone(), provenance.clone(), vec![]))
+            b.iter(|| ledger.record(now, &keys.0, text.clone(), provenance.clone(), vec![]))
         });
         g.bench_function(format!("winnow/{name}"), |b| b.iter(|| winnow(black_box(&folded))));
         g.bench_function(format!("decode/{name}"), |b| b.iter(|| decode(black_box(&body))));
@@ -102,6 +103,8 @@ fn firewall_round_trip(c: &mut Criterion) {
     let mut config = Config::default();
     config.limits.near_duplicate = Action::Off;
     config.limits.self_repeat = Action::Off;
+    // A named machine, as every daemon's is: agents' keys carry its name.
+    config.machine = "laptop".into();
     for (pack, rules) in packs {
         let mut fw = Firewall::new(config.clone());
         if let Some(rules) = rules {

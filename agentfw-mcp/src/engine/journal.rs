@@ -181,6 +181,6 @@ fn input_text(input: &Input) -> Option<String> {
     match input {
         Input::Send(o) => Some(o.body.clone()),
         Input::Deliver(a) => Some(a.body.clone()),
-        Input::HumanTurn(_) | Input::Admin(_) | Input::Timeout | Input::Seen(_) => None,
+        Input::HumanTurn(_) | Input::Admin(_) | Input::Timeout | Input::Seen(_) | Input::Machine(_) => None,
     }
 }

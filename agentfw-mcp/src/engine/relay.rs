@@ -115,7 +115,20 @@ impl Engine {
                     devices: relay.directory.devices.values().cloned().collect(),
                     agents: relay.directory.agents.values().cloned().collect(),
                 };
-                if let Err(e) = self.tx(now, |e| Ok(e.db.set_meta(DIRECTORY_KEY, &serde_json::to_string(&saved)?)?)) {
+                // The firewall learns the key of each agent on another machine it does not
+                // know yet, so a quarantine put on one of its sessions holds the agent.
+                let here = &self.fw.config().machine;
+                let unknown: Vec<Agent> = self
+                    .remote_agents()
+                    .filter(|a| self.fw.agents().key_of(&a.id).is_none_or(|k| k != a.key(here)))
+                    .collect();
+                let result = self.tx(now, |e| {
+                    for agent in unknown {
+                        e.apply(now, Input::Seen(agent))?;
+                    }
+                    Ok(e.db.set_meta(DIRECTORY_KEY, &serde_json::to_string(&saved)?)?)
+                });
+                if let Err(e) = result {
                     eprintln!("agentfw daemon: cannot keep the relay directory: {}", e.body().message);
                 }
             }
@@ -123,7 +136,7 @@ impl Engine {
                 eprintln!("agentfw daemon: dropped a delivery from the relay: {why}");
                 relay.link.send(ToLink::Ack(vec![seq]));
             }
-            FromLink::Delivery { seq, message } => match self.tx(now, |e| e.receive(now, *message)) {
+            FromLink::Delivery { seq, sender, message } => match self.tx(now, |e| e.receive(now, sender, *message)) {
                 Ok(()) => self.link_send(ToLink::Ack(vec![seq])),
                 // Not acknowledged: the relay sends it again after the next login.
                 Err(e) => eprintln!("agentfw daemon: cannot store a delivery from the relay: {}", e.body().message),
@@ -179,8 +192,8 @@ impl Engine {
         }
     }
 
-    /// A delivery from another device into the recipient's inbox, once (by message id).
-    fn receive(&mut self, now: Timestamp, mut message: Accepted) -> Result<(), EngineError> {
+    /// A delivery from the device `sender` into the recipient's inbox, once (by message id).
+    fn receive(&mut self, now: Timestamp, sender: DeviceId, mut message: Accepted) -> Result<(), EngineError> {
         if self.db.in_inbox(message.id)? {
             return Ok(());
         }
@@ -191,12 +204,11 @@ impl Engine {
             );
             return Ok(());
         }
-        // The recipient is local; the sender is where the relay's directory says.
+        // The recipient is local; the sender is on the machine of the device that sealed
+        // the envelope, named as every machine names it (never empty: not this machine).
         message.to.machine = String::new();
-        if let Some(relay) = &self.relay
-            && let Some(entry) = relay.directory.agents.get(&message.from.id)
-        {
-            message.from.machine = machine_name(&relay.directory, entry.device, &entry.agent);
+        if let Some(relay) = &self.relay {
+            message.from.machine = machine_name(&relay.directory, sender, &message.from);
         }
         self.enqueue(now, &message, &[])?;
         self.accepted_for.push(message.to.id.clone());
@@ -260,11 +272,18 @@ impl Engine {
 
     /// The agent on another device with this id, live in the relay's directory.
     pub(super) fn remote_agent(&self, id: &AgentId) -> Option<Agent> {
-        let relay = self.relay.as_ref()?;
-        let entry = relay.directory.agents.get(id).filter(|a| a.live && a.device != relay.link.device())?;
-        let mut agent = entry.agent.clone();
-        agent.machine = machine_name(&relay.directory, entry.device, &entry.agent);
-        Some(agent)
+        self.remote_agents().find(|a| &a.id == id)
+    }
+
+    /// The live agents on other devices, each on its machine as every machine names it.
+    fn remote_agents(&self) -> impl Iterator<Item = Agent> + '_ {
+        self.relay.iter().flat_map(|relay| {
+            let own = relay.link.device();
+            relay.directory.agents.values().filter(move |a| a.live && a.device != own).map(|entry| Agent {
+                machine: machine_name(&relay.directory, entry.device, &entry.agent),
+                ..entry.agent.clone()
+            })
+        })
     }
 
     /// For a message accepted for an agent on another device: into the outbox (in this
@@ -344,15 +363,12 @@ impl Engine {
 
     /// The live agents on other devices, for `list_team` and `agentfw team`.
     pub(super) fn remote_views(&self, now: Timestamp) -> Vec<AgentView> {
-        let Some(relay) = &self.relay else { return Vec::new() };
-        let own = relay.link.device();
-        relay
-            .directory
-            .agents
-            .values()
-            .filter(|a| a.live && a.device != own)
-            .map(|entry| {
-                let a = &entry.agent;
+        self.remote_agents()
+            .map(|a| {
+                let contained = self
+                    .fw
+                    .quarantine_for(now, &a)
+                    .map(|q| crate::proto::Contained { until: q.until.as_millis(), reason: q.reason.clone() });
                 AgentView {
                     id: a.id.to_string(),
                     label: a.label(),
@@ -365,15 +381,12 @@ impl Engine {
                     verified: false,
                     unverified: None,
                     session: None,
-                    contained: self
-                        .fw
-                        .quarantine_for(now, a)
-                        .map(|q| crate::proto::Contained { until: q.until.as_millis(), reason: q.reason.clone() }),
+                    contained,
                     admission: None,
                     components_error: None,
                     wake: None,
                     last_seen: now.as_millis(),
-                    machine: Some(machine_name(&relay.directory, entry.device, a)),
+                    machine: Some(a.machine),
                 }
             })
             .collect()
@@ -396,13 +409,9 @@ impl Engine {
     }
 }
 
-/// The name a device enrolled with, else what its agent says, else the device id.
+/// The machine of `agent` on `device`, as every machine and the relay name it
+/// ([`agentfw_relay::protocol::machine_name`]).
 fn machine_name(directory: &Directory, device: DeviceId, agent: &Agent) -> String {
-    directory
-        .devices
-        .get(&device)
-        .map(|d| d.name.clone())
-        .filter(|n| !n.is_empty())
-        .or_else(|| (!agent.machine.is_empty()).then(|| agent.machine.clone()))
-        .unwrap_or_else(|| device.to_string())
+    let enrolled = directory.devices.get(&device).map_or("", |d| d.name.as_str());
+    agentfw_relay::protocol::machine_name(enrolled, device, &agent.machine)
 }

@@ -57,9 +57,12 @@ impl Session {
 }
 
 impl Engine {
-    /// The sessions kept in the database. The firewall is told the agent of each it does
-    /// not know (a state saved before agent keys, or one it has forgotten), so a quarantine
-    /// or counts kept under a session id hold every process of its agent.
+    /// The sessions kept in the database. The firewall is told this machine's name when
+    /// it is new to it (a fresh home, a state saved before machine names, a machine joined
+    /// under another name; [`Input::Machine`]), so this machine's agents have the keys every
+    /// other machine gives them. Then it is told the agent of each session it does not
+    /// know (a state saved before agent keys, or one it has forgotten), so a quarantine or
+    /// counts kept under a session id hold every process of its agent.
     pub(super) fn load_sessions(&mut self, now: Timestamp) -> Result<(), StoreError> {
         for stored in self.db.sessions()? {
             let mut session = Session::new(stored.identity, stored.last_seen);
@@ -72,12 +75,14 @@ impl Engine {
             .filter(|s| self.fw.agents().key_of(&s.agent.id).is_none())
             .map(|s| s.agent.clone())
             .collect();
-        if unknown.is_empty() {
+        let machine = self.config.relay.machine();
+        let renamed = (self.fw.config().machine != machine).then_some(Input::Machine(machine));
+        if unknown.is_empty() && renamed.is_none() {
             return Ok(());
         }
         self.tx(now, |e| {
-            for agent in unknown {
-                e.apply(now, Input::Seen(agent))?;
+            for input in renamed.into_iter().chain(unknown.into_iter().map(Input::Seen)) {
+                e.apply(now, input)?;
             }
             Ok(())
         })

@@ -156,14 +156,14 @@ mod tests {
     fn a_reset_undoes_what_the_relay_no_longer_says_and_keeps_the_rest() {
         let mut mirror = PolicyMirror::new();
         let block = AdminAction::Disconnect { a: agent("b"), b: agent("a"), reason: "r".into() };
-        let q = AdminAction::Quarantine { agent: agent("x"), seconds: 60, reason: "r".into() };
+        let q = AdminAction::Quarantine { agent: agent("x"), seconds: 60, reason: "r".into(), key: None };
         assert_eq!(mirror.apply(&frame(1, true, &[block.clone(), q.clone()])), vec![block.clone(), q.clone()]);
         // Stale increments are ignored; new ones pass through.
         assert!(mirror.apply(&frame(1, false, &[AdminAction::LiftQuarantine { agent: agent("x") }])).is_empty());
         let lift = AdminAction::LiftQuarantine { agent: agent("x") };
         assert_eq!(mirror.apply(&frame(2, false, std::slice::from_ref(&lift))), vec![lift]);
         // Missed while offline: the block was lifted, a quarantine added.
-        let q2 = AdminAction::Quarantine { agent: agent("y"), seconds: 60, reason: "r".into() };
+        let q2 = AdminAction::Quarantine { agent: agent("y"), seconds: 60, reason: "r".into(), key: None };
         let out = mirror.apply(&frame(5, true, std::slice::from_ref(&q2)));
         assert_eq!(out, vec![AdminAction::Reconnect { a: agent("a"), b: agent("b") }, q2]);
         assert_eq!(mirror.seq, 5);

@@ -412,7 +412,11 @@ async fn quarantine(_: Admin, State(shared): State<Arc<Shared>>, b: Body<Quarant
     }
     let seconds = q.seconds.unwrap_or(DEFAULT_QUARANTINE.as_secs()).clamp(1, 365 * 86_400);
     let reason = if q.reason.trim().is_empty() { "quarantined by the admin".to_owned() } else { q.reason };
-    apply(&shared, vec![AdminAction::Quarantine { agent: AgentId::new(q.agent), seconds, reason }]).await
+    // An agent the relay knows is held by its key: every process of it, on every machine.
+    let agent = AgentId::new(q.agent);
+    let known = shared.agents.read().ok().and_then(|a| a.get(&agent).map(|row| (row.device, row.agent.clone())));
+    let key = known.map(|(device, a)| shared.on_its_machine(device, a).key(""));
+    apply(&shared, vec![AdminAction::Quarantine { agent, seconds, reason, key }]).await
 }
 
 #[derive(Deserialize)]

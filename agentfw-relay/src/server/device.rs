@@ -522,8 +522,10 @@ impl Conn {
             self.send(&refused(Some(id), e.code(), e.to_string()));
             return;
         }
-        // From here the metadata is authentic: refusals go to the audit log.
-        let (from, to) = (routed.routing.from.clone(), routed.routing.to.clone());
+        // From here the metadata is authentic: refusals go to the audit log. Each agent is
+        // named on its device's machine, so the policy keys it as every daemon does.
+        let from = self.shared.on_its_machine(self.device, routed.routing.from.clone());
+        let to = self.shared.on_its_machine(header.recipient, routed.routing.to.clone());
         let size = u64::try_from(routed.envelope.size()).unwrap_or(u64::MAX);
         let t = now();
         let c = &self.shared.config;

@@ -7,7 +7,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use agentfw_core::firewall::AdminAction;
-use agentfw_core::message::AgentId;
+use agentfw_core::message::{Agent, AgentId};
 use agentfw_core::seal::{DeviceId, Limits, PublicBundle};
 use agentfw_core::time::Timestamp;
 use axum::Router;
@@ -465,6 +465,14 @@ impl Shared {
 
     pub fn device(&self, id: DeviceId) -> Option<DeviceInfo> {
         self.devices.read().ok()?.get(&id).cloned()
+    }
+
+    /// `agent`, of the device `device`, named on its machine as every daemon names it
+    /// ([`crate::protocol::machine_name`]), whatever the routing said.
+    pub fn on_its_machine(&self, device: DeviceId, mut agent: Agent) -> Agent {
+        let enrolled = self.device(device).map(|d| d.row.name).unwrap_or_default();
+        agent.machine = crate::protocol::machine_name(&enrolled, device, &agent.machine);
+        agent
     }
 
     /// Re-reads one device and its agents, closes its connections if it is no longer
