@@ -52,7 +52,9 @@ fn open(home: Home) -> Result<Engine, StoreError> {
 fn a_journal_written_by_an_earlier_build_replays_to_the_same_state() {
     let (_dir, home) = home_with_journal(&OLD_JOURNAL);
     let mut engine = open(home).unwrap();
-    assert_eq!(engine.journal_rows, 4);
+    // The four old inputs, then this machine's name, new to that state (issue 17).
+    assert_eq!(engine.journal_rows, 5);
+    assert_eq!(engine.fw.config().machine, DaemonConfig::default().relay.machine());
     assert_eq!(engine.fw.admission().mode(), Mode::Report);
 
     // The same inputs fed to a fresh firewall, with the same times and seeds.
@@ -70,6 +72,7 @@ fn a_journal_written_by_an_earlier_build_replays_to_the_same_state() {
         Input::HumanTurn(api.id.clone()),
         Input::Admin(AdminAction::SetAdmissionMode { mode: Mode::Report }),
         Input::Timeout,
+        Input::Machine(DaemonConfig::default().relay.machine()),
     ];
     let mut first = None;
     for (i, input) in inputs.into_iter().enumerate() {
