@@ -29,7 +29,7 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::diagnostic::{Diagnostic, SourceFile, Span};
 use super::literals::Literals;
-use super::search::{self, Candidates, Search, Verdict, Where};
+use super::search::{Candidates, Search, Verdict};
 use super::validators::{VALIDATORS, Validator};
 use super::views::{VIEWS, View};
 use super::yaml::{self, Fields, Node, NodeKind};
@@ -61,6 +61,9 @@ pub struct Pattern {
     exclude: Option<regex::Regex>,
     /// Where the format is documented (`source:`), for people auditing the pattern.
     pub source: Option<String>,
+    /// The branches of a pattern that is an alternation without value checks and without
+    /// prefixes, searched one by one in its place (see [`branches`]); empty for the rest.
+    branches: Vec<Pattern>,
 }
 
 /// Which placeholder checks a pattern applies to its values.
@@ -88,6 +91,11 @@ impl Pattern {
 
     pub(crate) fn max_len(&self) -> Option<usize> {
         self.max_len
+    }
+
+    /// The patterns searched in this one's place: its branches, or itself.
+    pub(crate) fn units(&self) -> &[Pattern] {
+        if self.branches.is_empty() { core::slice::from_ref(self) } else { &self.branches }
     }
 
     /// The compiled regex; `None` only if it compiled to more than the size limit, which
@@ -193,23 +201,19 @@ impl PatternSet {
     /// in the first of the set's views of it where one does.
     pub fn find(&self, text: &str) -> Option<&Pattern> {
         let search = self.search.get_or_init(|| Search::new(&self.patterns.iter().collect::<Vec<_>>()));
-        let first = |text: &str| {
-            let candidates = search.scan(text);
-            self.patterns
-                .iter()
-                .enumerate()
-                .find(|(i, p)| search::fires(p, text, candidates.place(*i), &self.placeholders))
-        };
-        first(text).or_else(|| self.views.iter().find_map(|view| first(&view.of(text)?))).map(|(_, p)| p)
+        let first = |text: &str| self.first_in(text, search, &search.scan(text), 0);
+        first(text)
+            .or_else(|| self.views.iter().find_map(|view| first(&view.of(text)?)))
+            .and_then(|i| self.patterns.get(i))
     }
 
-    /// The first pattern of the set that finds a value that counts in `text`, given where
-    /// the set's pattern `i` may match (`place(i)`).
-    fn first_in<'c>(&self, text: &str, place: impl Fn(usize) -> Where<'c>) -> Option<usize> {
+    /// The first pattern of the set that finds a value that counts in `text`, given what
+    /// `search` found there, in which the set's patterns start at `offset`.
+    fn first_in(&self, text: &str, search: &Search, candidates: &Candidates, offset: usize) -> Option<usize> {
         self.patterns
             .iter()
             .enumerate()
-            .find_map(|(i, p)| search::fires(p, text, place(i), &self.placeholders).then_some(i))
+            .find_map(|(i, p)| search.fires(offset + i, p, text, candidates, &self.placeholders).then_some(i))
     }
 
     pub fn patterns(&self) -> &[Pattern] {
@@ -282,10 +286,10 @@ impl Union {
         *cell.get_or_init(|| {
             let set = library.get(self.names.get(slot)?)?;
             let first = *self.first.get(slot)?;
-            set.first_in(text, |i| hits.candidates.place(first + i)).or_else(|| {
+            set.first_in(text, &self.search, &hits.candidates, first).or_else(|| {
                 set.views.iter().find_map(|&view| {
                     let (seen, candidates) = hits.view(view, text, &self.search)?;
-                    set.first_in(seen, |i| candidates.place(first + i))
+                    set.first_in(seen, &self.search, candidates, first)
                 })
             })
         })
@@ -532,7 +536,7 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
         return None;
     }
     let hir = parsed?;
-    Some(Pattern {
+    let mut pattern = Pattern {
         id: id?.0.to_owned(),
         description: description?.0.trim().to_owned(),
         expression: expression?.0.to_owned(),
@@ -545,7 +549,55 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
         validator,
         exclude,
         source,
-    })
+        branches: Vec::new(),
+    };
+    pattern.branches = branches(&pattern, &hir);
+    Some(pattern)
+}
+
+/// The branches `pattern` (parsed as `hir`) is searched as, or none to search it whole.
+///
+/// A pattern whose matches start with no common literal is searched over the whole text
+/// whenever one of its literals occurs anywhere; for a large alternation such as "any of
+/// twenty injection phrasings", whose literals are common words, that is every message.
+/// But when no value is checked, the pattern finds something exactly when one of its
+/// branches does, so each branch can be searched on its own, the way its own literals
+/// allow: most start with one, and are searched only where it occurs. The branches without
+/// a literal are kept together as one alternation, so that splitting never adds a search
+/// of the whole text. Patterns that check values are left whole: which of their matches
+/// a search meets depends on all branches at once.
+fn branches(pattern: &Pattern, hir: &Hir) -> Vec<Pattern> {
+    let HirKind::Alternation(alternatives) = hir.kind() else { return Vec::new() };
+    if pattern.checks_value() || matches!(pattern.literals, Literals::Prefixes { .. }) {
+        return Vec::new();
+    }
+    let branch = |hir: Hir| Pattern {
+        id: pattern.id.clone(),
+        description: String::new(),
+        expression: hir.to_string(),
+        regex: OnceLock::new(),
+        literals: Literals::of(&hir),
+        max_len: hir.properties().maximum_len(),
+        group: 0,
+        min_entropy: None,
+        placeholders: PlaceholderCheck::Off,
+        validator: None,
+        exclude: None,
+        source: None,
+        branches: Vec::new(),
+    };
+    let (mut found, mut rest) = (Vec::new(), Vec::new());
+    for alternative in alternatives {
+        let unit = branch(alternative.clone());
+        if matches!(unit.literals, Literals::None) { rest.push(alternative.clone()) } else { found.push(unit) }
+    }
+    if found.is_empty() {
+        return Vec::new();
+    }
+    if !rest.is_empty() {
+        found.push(branch(Hir::alternation(rest)));
+    }
+    found
 }
 
 /// Parses a pattern's regex with the regex crate's syntax, and checks that it will compile
@@ -989,14 +1041,15 @@ mod tests {
 
     /// A small set with a pattern of every kind the search tells apart: found by prefixes,
     /// by a prefix a few bytes into its matches, by a suffix, and none; with and
-    /// without value checks, bounded and unbounded; and one whose matches that do not count
-    /// swallow places where a match would (`pp=aapp=abcd;`).
-    const KINDS: &str = "patterns:\n  - id: prefix-token\n    description: d\n    regex: '(?-u:\\b)tok_[A-Za-z0-9]{8,}'\n    min_entropy: 2.5\n  - id: prefix-bounded\n    description: d\n    regex: 'key=([a-z0-9]{4,12});'\n    group: 1\n    placeholders: true\n  - id: back\n    description: d\n    regex: '(?:^|[^a-z])zz9[a-z]{3}'\n  - id: suffix\n    description: d\n    regex: '[0-9]{2,6}:end'\n  - id: literal-free\n    description: d\n    regex: '[A-F]{3}[0-9]{3}'\n  - id: excluded\n    description: d\n    regex: '([A-Z_]*KEY)=([a-z]{6,})'\n    group: 2\n    exclude: 'PUBLIC'\n  - id: overlap\n    description: d\n    regex: 'pp=([a-z]*)[a-z=]*;'\n    group: 1\n    min_entropy: 1.5\n";
+    /// without value checks, bounded and unbounded; one whose matches that do not count
+    /// swallow places where a match would (`pp=aapp=abcd;`); and an alternation searched by
+    /// its branches (two with prefixes, one without a literal).
+    const KINDS: &str = "patterns:\n  - id: prefix-token\n    description: d\n    regex: '(?-u:\\b)tok_[A-Za-z0-9]{8,}'\n    min_entropy: 2.5\n  - id: prefix-bounded\n    description: d\n    regex: 'key=([a-z0-9]{4,12});'\n    group: 1\n    placeholders: true\n  - id: back\n    description: d\n    regex: '(?:^|[^a-z])zz9[a-z]{3}'\n  - id: suffix\n    description: d\n    regex: '[0-9]{2,6}:end'\n  - id: literal-free\n    description: d\n    regex: '[A-F]{3}[0-9]{3}'\n  - id: excluded\n    description: d\n    regex: '([A-Z_]*KEY)=([a-z]{6,})'\n    group: 2\n    exclude: 'PUBLIC'\n  - id: overlap\n    description: d\n    regex: 'pp=([a-z]*)[a-z=]*;'\n    group: 1\n    min_entropy: 1.5\n  - id: branches\n    description: d\n    regex: '(?:^|[^a-z])zz9z|_-[0-9]{2}|[A-F]{2}-[0-9]'\n";
 
     /// What [`KINDS`] texts are made of: its literals, values and near misses.
     const KIND_PIECES: &[&str] = &[
         "tok_", "TOK_", "key=", "KEY=", "PUBLIC_", "zz9", "ZZ9", ":end", "pp=", "ABC", "FFF", "123", "9", "a", "aa",
-        "abc", "abcdef", "q8Zk3LmN", "xxxx", ";", "=", " ", "-", "_", "\n", "ſ", "é", "\u{212a}",
+        "abc", "abcdef", "q8Zk3LmN", "xxxx", ";", "=", " ", "-", "_", "\n", "ſ", "é", "\u{212a}", "z", "_-",
     ];
 
     /// Texts of these few pieces make matches of the `overlap` pattern that do not count
@@ -1078,9 +1131,32 @@ mod tests {
         }
     }
 
+    /// An alternation without prefixes and without value checks is searched as its
+    /// branches, those without a literal kept together as one; a pattern that checks values
+    /// or starts with a literal is searched whole.
+    #[test]
+    fn alternations_without_prefixes_are_searched_by_branch() {
+        let set = KINDS_LIBRARY.get("tokens").unwrap();
+        let units = |id: &str| set.patterns.iter().find(|p| p.id == id).unwrap().units();
+        let branches = units("branches");
+        assert_eq!(branches.len(), 3, "{branches:?}");
+        assert!(matches!(branches[0].literals(), Literals::Prefixes { .. }), "{:?}", branches[0].literals());
+        assert!(matches!(branches[1].literals(), Literals::Prefixes { back: 0, .. }), "{:?}", branches[1].literals());
+        assert_eq!(branches[2].literals(), &Literals::None);
+        for whole in ["prefix-token", "back", "suffix", "literal-free", "overlap"] {
+            assert_eq!(units(whole).len(), 1, "{whole}");
+        }
+        let (lib, diags) = library(
+            "patterns:\n  - id: checked\n    description: d\n    regex: 'a[0-9]{4}:x|b[0-9]{4}|[0-9]{6}'\n    min_entropy: 1.0\n",
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        assert_eq!(lib.get("tokens").unwrap().patterns[0].units().len(), 1);
+    }
+
     /// Patterns without a literal are searched whole in every text, so each costs every
     /// message a pass: the default pack keeps them few (the ones left have only one-byte
-    /// separators between classes, like Discord's `[MNO]…\.…\.…`).
+    /// separators between classes, like Discord's `[MNO]…\.…\.…`). A pattern searched by
+    /// branches counts by the branches it keeps without a literal.
     #[test]
     fn few_patterns_of_the_default_pack_are_searched_whole() {
         let lib = default_library();
@@ -1088,6 +1164,7 @@ mod tests {
             .sets
             .values()
             .flat_map(|s| &s.patterns)
+            .flat_map(Pattern::units)
             .filter(|p| matches!(p.literals(), Literals::None))
             .map(|p| p.id.as_str())
             .collect();

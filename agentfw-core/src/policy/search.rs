@@ -34,21 +34,24 @@ const SEARCH_OVERHEAD: usize = 64;
 const UNBOUNDED_READ: usize = 64;
 
 /// Many patterns compiled to be searched together. The patterns are numbered in the order
-/// given; [`Search::scan`] says which may match and where.
+/// given, and searched as their [`Pattern::units`] (a pattern, or its branches): the
+/// units are numbered in order too, and [`Search::scan`] says which may match and where.
 #[derive(Debug)]
 pub(crate) struct Search {
+    /// Where each pattern's units start among the units, and, last, how many there are.
+    first_unit: Vec<usize>,
     /// Finds every literal, overlapping, ASCII case ignored. `None` if no pattern has one.
     /// A contiguous NFA: a DFA of the default pack's literals held about 12 MiB more, and
     /// the prefilter is a small part of a scan's time.
     prefilter: Option<AhoCorasick>,
-    /// For each literal of the prefilter, the patterns it is a literal of, and whether it
-    /// is their prefix.
+    /// For each literal of the prefilter, the units it is a literal of, and whether it is
+    /// their prefix.
     owners: Vec<Vec<(u32, bool)>>,
-    /// The patterns without literals, searched whole in every text, ascending.
+    /// The units without literals, searched whole in every text, ascending.
     always: Vec<u32>,
 }
 
-/// Where one pattern may match in a text.
+/// Where one unit may match in a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Where<'c> {
     /// Nowhere: none of its literals occurs.
@@ -70,7 +73,7 @@ pub(crate) struct Candidates {
 }
 
 impl Candidates {
-    /// Where pattern `i` may match.
+    /// Where unit `i` may match.
     pub(crate) fn place(&self, i: usize) -> Where<'_> {
         let Ok(i) = u32::try_from(i) else { return Where::Nowhere };
         if self.anywhere.binary_search(&i).is_ok() {
@@ -92,7 +95,12 @@ impl Search {
         let mut owners: Vec<Vec<(u32, bool)>> = Vec::new();
         let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
         let mut always = Vec::new();
-        for (i, p) in patterns.iter().enumerate() {
+        let mut first_unit = vec![0];
+        let units = patterns.iter().flat_map(|p| {
+            first_unit.push(first_unit.last().copied().unwrap_or(0) + p.units().len());
+            p.units()
+        });
+        for (i, p) in units.enumerate() {
             let n = u32::try_from(i).unwrap_or(u32::MAX);
             let prefix = matches!(p.literals(), Literals::Prefixes { .. });
             if matches!(p.literals(), Literals::None) {
@@ -120,7 +128,25 @@ impl Search {
                     .ok()
             })
             .flatten();
-        Self { prefilter, owners, always }
+        Self { first_unit, prefilter, owners, always }
+    }
+
+    /// Whether `pattern`, the `i`th of the search, finds a value that counts in `text`,
+    /// given what [`Search::scan`] found there: whether one of its units does.
+    pub(crate) fn fires(
+        &self,
+        i: usize,
+        pattern: &Pattern,
+        text: &str,
+        candidates: &Candidates,
+        placeholders: &Placeholders,
+    ) -> bool {
+        let first = self.first_unit.get(i).copied().unwrap_or(usize::MAX);
+        pattern
+            .units()
+            .iter()
+            .enumerate()
+            .any(|(k, unit)| fires(unit, text, candidates.place(first.saturating_add(k)), placeholders))
     }
 
     /// Where each pattern may match in `text`.

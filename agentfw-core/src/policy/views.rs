@@ -107,18 +107,24 @@ pub(crate) fn joined(text: &str) -> Option<String> {
         _ => &[][..],
     };
     let breaks = |g: &[u8]| g.iter().filter(|&&b| b == b'\n').count();
+    // Each condition is tested only when the cheaper ones before it hold: most chunks
+    // follow a single space, and are done with after one look at their gap.
     for (i, flag) in join.iter_mut().enumerate().skip(1) {
+        if breaks(gap(i)) != 1 {
+            continue;
+        }
         let (tail, head) = (token_tail(chunk(i - 1)), token_head(chunk(i)));
         // The piece after the break looks random too, or is alone on its line but for
         // punctuation (`Ik"`, `Ik",`): not the first word of a line that follows a token.
-        let alone = (i + 1 == chunks.len() || breaks(gap(i + 1)) > 0)
-            && chunk(i).get(head.len()..).is_some_and(|rest| !rest.iter().any(u8::is_ascii_alphanumeric));
-        if breaks(gap(i)) == 1
-            && tail.len() >= MIN_LINE_PIECE
+        let alone = || {
+            (i + 1 == chunks.len() || breaks(gap(i + 1)) > 0)
+                && chunk(i).get(head.len()..).is_some_and(|rest| !rest.iter().any(u8::is_ascii_alphanumeric))
+        };
+        if tail.len() >= MIN_LINE_PIECE
             && !head.is_empty()
             && tail.len() + head.len() >= MIN_JOINED
             && looks_random(tail)
-            && (looks_random(head) || alone)
+            && (looks_random(head) || alone())
         {
             *flag = true;
             any = true;
@@ -134,7 +140,7 @@ pub(crate) fn joined(text: &str) -> Option<String> {
             continue;
         }
         let mut j = i + 1;
-        while j < chunks.len() && breaks(gap(j)) == 0 && chunk(j).len() == len && chunk(j).iter().all(|&b| is_token(b))
+        while j < chunks.len() && chunk(j).len() == len && breaks(gap(j)) == 0 && chunk(j).iter().all(|&b| is_token(b))
         {
             j += 1;
         }
@@ -144,8 +150,7 @@ pub(crate) fn joined(text: &str) -> Option<String> {
             .filter(|&l| (1..=len).contains(&l) && j > i + 1);
         let groups = j - i;
         let total = groups * len + last.unwrap_or(0);
-        let random = (i..j).any(|k| looks_random(chunk(k)));
-        if groups >= MIN_GROUPS && total >= MIN_JOINED && random {
+        if groups >= MIN_GROUPS && total >= MIN_JOINED && (i..j).any(|k| looks_random(chunk(k))) {
             for flag in join.get_mut(i + 1..j).into_iter().flatten() {
                 *flag = true;
             }
