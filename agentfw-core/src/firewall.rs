@@ -23,7 +23,7 @@ use std::sync::Arc;
 use rand_core::CryptoRng;
 use serde::{Deserialize, Serialize};
 
-use crate::admission::{Admission, AdmissionConfig, Component, ComponentId, GateVerdict, Inventory, Mode, Score};
+use crate::admission::{Admission, AdmissionConfig, Component, ComponentId, Inventory, Mode, Score};
 use crate::agents::Agents;
 use crate::containment::{Containment, ContainmentConfig, Quarantine, Remembered, TextId};
 use crate::decode::{decode, decoded_view};
@@ -34,7 +34,9 @@ use crate::message::{Agent, AgentId, AgentKey, MessageId, ThreadId};
 use crate::normalize::fold;
 use crate::policy::{MessageView, NoRules, Outcome, RuleVerdict, Rules, Stage, ThreadView, Verdict as Effect};
 use crate::provenance::{Ledger, LedgerConfig, Provenance, Reading, Text};
+use crate::route::{self, Checkpoint, Facts, Route};
 use crate::time::Timestamp;
+use crate::trust::{Overlay, Trust};
 
 /// Every number the firewall uses; the defaults are the spec's.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +130,10 @@ pub struct Accepted {
 pub struct Delivery {
     pub message: Accepted,
     pub fenced: Fenced,
+    /// What the trust file lets the sender's messages lead the recipient to do (DL4), to
+    /// show under the fence ([`Overlay::render`]); `None` when the firewall has no trust
+    /// file ([`AdminAction::SetTrust`]).
+    pub overlay: Option<Overlay>,
 }
 
 /// Why a message was refused, held or warned about.
@@ -142,7 +148,7 @@ pub struct Reason {
 }
 
 impl Reason {
-    fn new(code: &str, text: impl Into<String>) -> Self {
+    pub(crate) fn new(code: &str, text: impl Into<String>) -> Self {
         Self { code: code.to_owned(), rule: None, text: text.into() }
     }
 
@@ -244,6 +250,11 @@ pub enum AdminAction {
     /// Withdraw a component's exception.
     Unexcept {
         component: ComponentId,
+    },
+    /// Apply this trust file from now on (TR1, DL4): the sender's standing is checked on
+    /// every send and delivery, and a delivery carries its overlay.
+    SetTrust {
+        trust: Trust,
     },
 }
 
@@ -380,6 +391,9 @@ pub struct State {
     /// The agent of each session seen, for what is kept per agent (containment, limits).
     #[serde(default)]
     agents: Agents,
+    /// The trust file applied (TR1); unset unless an adapter sets one.
+    #[serde(default)]
+    trust: Trust,
     events: VecDeque<Event>,
 }
 
@@ -397,7 +411,8 @@ impl Disconnection {
         if x <= y { (x, y) } else { (y, x) }
     }
 
-    fn is(&self, x: &AgentId, y: &AgentId) -> bool {
+    /// Whether this is the pair of `x` and `y`, in either order.
+    pub fn is(&self, x: &AgentId, y: &AgentId) -> bool {
         (&self.a == x && &self.b == y) || (&self.a == y && &self.b == x)
     }
 }
@@ -424,6 +439,7 @@ impl Firewall {
             admission: Admission::new(config.admission.clone()),
             disconnected: Vec::new(),
             agents: Agents::default(),
+            trust: Trust::default(),
             events: VecDeque::new(),
             config,
         })
@@ -484,6 +500,27 @@ impl Firewall {
     /// The admission gate: its settings, inventory, verdicts and previews.
     pub fn admission(&self) -> &Admission {
         &self.state.admission
+    }
+
+    /// The trust file applied (TR1).
+    pub fn trust(&self) -> &Trust {
+        &self.state.trust
+    }
+
+    /// The route check (AM2, CT1, TR1, AD8) between `from` and `to` at `at`, by metadata
+    /// only: what this firewall's send and delivery check first, and what the relay checks
+    /// on every envelope. It changes nothing: the one admission refresh it may offer is
+    /// recorded only when a send or delivery acts on it. See [`crate::route`].
+    pub fn route(&self, now: Timestamp, at: Checkpoint, from: &Agent, to: &Agent) -> Route {
+        let s = &self.state;
+        let facts = Facts {
+            disconnected: &s.disconnected,
+            containment: &s.containment,
+            machine: &s.config.machine,
+            trust: &s.trust,
+            admission: &s.admission,
+        };
+        route::check(&facts, now, at, from, to)
     }
 
     /// The next thing that happened, oldest first. Drain after every input.
@@ -549,14 +586,15 @@ impl Firewall {
         } else if out.from.id == out.to.id {
             Some(Reason::new("message.to_self", "an agent cannot message itself"))
         } else {
-            self.contained(now, &out.from, &out.to, "the recipient")
-                .map(|(_, r)| r)
-                .or_else(|| self.cut_off(&out.from, &out.to))
+            None
         };
         let mut warnings = Vec::new();
         let early = match early {
             Some(reason) => Some(reason),
-            None => self.gate(now, id, Stage::Sending, &out.from, "your agent is", &mut warnings).map(|(r, _)| r),
+            None => match self.routed(now, id, Stage::Sending, &out.from, &out.to, &mut warnings) {
+                route::Verdict::Pass { .. } => None,
+                route::Verdict::Refuse(reason) | route::Verdict::Hold { reason, .. } => Some(reason),
+            },
         };
         let body = sanitize(&out.body).into_owned();
         let early = early.or_else(|| {
@@ -659,34 +697,18 @@ impl Firewall {
         self.learn(now, &m.from);
         self.learn(now, &m.to);
         let id = m.id;
-        if let Some((until, reason)) = self.contained(now, &m.to, &m.from, "the sender") {
-            self.record_delivery(now, &m, Verdict::Hold, Some(reason.clone()));
-            return Output::Held { message: m, until, reason };
-        }
-        if let Some(reason) = self.cut_off(&m.to, &m.from) {
-            self.record_delivery(now, &m, Verdict::Deny, Some(reason.clone()));
-            return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
-        }
         let mut warnings = Vec::new();
-        let gate = match self.gate(now, id, Stage::Delivering, &m.to, "your agent is", &mut warnings) {
-            Some(refused) => Some(refused),
-            None => {
-                let sender = format!("the sender, {}, is", m.from.label());
-                self.gate(now, id, Stage::Delivering, &m.from, &sender, &mut warnings)
-            }
-        };
-        match gate {
-            None => {}
-            Some((reason, true)) => {
-                let until = now + self.state.admission.config().refresh_wait;
+        let overlay = match self.routed(now, id, Stage::Delivering, &m.to, &m.from, &mut warnings) {
+            route::Verdict::Pass { overlay } => overlay,
+            route::Verdict::Hold { until, reason } => {
                 self.record_delivery(now, &m, Verdict::Hold, Some(reason.clone()));
                 return Output::Held { message: m, until, reason };
             }
-            Some((reason, false)) => {
+            route::Verdict::Refuse(reason) => {
                 self.record_delivery(now, &m, Verdict::Deny, Some(reason.clone()));
                 return Output::Refused(Refusal { id, stage: Stage::Delivering, reason });
             }
-        }
+        };
         let body = sanitize(&m.body);
         let folded = fold(&body);
         let decoded = decode(&body);
@@ -729,86 +751,34 @@ impl Firewall {
         let fenced = fence(&m.from.header_label(), id, &body, rng);
         self.state.limits.record_delivery(now, &recipient, m.turn);
         self.record_delivery(now, &m, Verdict::Allow, None);
-        Output::Delivered { delivery: Delivery { message: m, fenced }, warnings }
+        Output::Delivered { delivery: Delivery { message: m, fenced, overlay }, warnings }
     }
 
-    /// Is either end quarantined? `me` is the side acting now; `other` is the far side,
-    /// named by its `role` ("the recipient", "the sender") in the reason.
-    /// A session inside a quarantined one is held with it (ID6).
-    fn contained(&self, now: Timestamp, me: &Agent, other: &Agent, role: &str) -> Option<(Timestamp, Reason)> {
-        let c = &self.state.containment;
-        let here = &self.state.config.machine;
-        let (who, q) = match (c.quarantine_within(now, me, here), c.quarantine_within(now, other, here)) {
-            (Some((id, q)), _) if id == me.id => ("you are".to_owned(), q),
-            (Some((id, q)), _) => (format!("the session you run inside, {}, is", enclosing_label(me, &id)), q),
-            (None, Some((id, q))) if id == other.id => (format!("{role}, {}, is", other.label()), q),
-            (None, Some((id, q))) => {
-                (format!("{role}, {}, runs inside {}, which is", other.label(), enclosing_label(other, &id)), q)
-            }
-            (None, None) => return None,
+    /// The route check on a send (`me` is the sender) or a delivery (`me` is the recipient),
+    /// acted on: the one admission refresh it offers is recorded and asked of the adapter
+    /// (AD5), and each report-only warning is an event and goes into `warnings` (AD6).
+    fn routed(
+        &mut self,
+        now: Timestamp,
+        id: MessageId,
+        stage: Stage,
+        me: &Agent,
+        other: &Agent,
+        warnings: &mut Vec<Reason>,
+    ) -> route::Verdict {
+        let route = match stage {
+            Stage::Sending => self.route(now, Checkpoint::Send, me, other),
+            Stage::Delivering => self.route(now, Checkpoint::Deliver, other, me),
         };
-        let text = format!(
-            "{who} quarantined until {}: {}; ask your user (an admin can lift it with `agentfw quarantine lift`)",
-            q.until, q.reason
-        );
-        Some((q.until, Reason::new("containment.quarantined", text)))
-    }
-
-    /// Did an admin disconnect `me` from `other` (AM2)?
-    fn cut_off(&self, me: &Agent, other: &Agent) -> Option<Reason> {
-        let d = self.state.disconnected.iter().find(|d| me.chain().any(|x| other.chain().any(|y| d.is(x, y))))?;
-        let why = if d.reason.trim().is_empty() { String::new() } else { format!(": {}", d.reason.trim()) };
-        Some(Reason::new(
-            "admin.disconnected",
-            format!("an admin disconnected you from {}{why}; ask your user", other.label()),
-        ))
-    }
-
-    /// The admission gate for `agent` and every session it runs inside (ID6), named
-    /// `subject` in reasons (AD5, AD6, AD8). Returns the refusal and whether it only waits
-    /// for a refresh; a report-only warning goes into `warnings` and the event log instead.
-    fn gate(
-        &mut self,
-        now: Timestamp,
-        id: MessageId,
-        stage: Stage,
-        agent: &Agent,
-        subject: &str,
-        warnings: &mut Vec<Reason>,
-    ) -> Option<(Reason, bool)> {
-        if let Some(refused) = self.gate_one(now, id, stage, agent, subject, warnings) {
-            return Some(refused);
+        for agent in route.refresh {
+            self.state.admission.refreshing(now, &agent.id);
+            self.state.events.push_back(Event::AdmissionRefresh { agent });
         }
-        agent.enclosing().find_map(|outer| {
-            let subject = format!("the session {} runs inside, {}, is", agent.label(), outer.label());
-            self.gate_one(now, id, stage, &outer, &subject, warnings)
-        })
-    }
-
-    fn gate_one(
-        &mut self,
-        now: Timestamp,
-        id: MessageId,
-        stage: Stage,
-        agent: &Agent,
-        subject: &str,
-        warnings: &mut Vec<Reason>,
-    ) -> Option<(Reason, bool)> {
-        let check = self.state.admission.check(now, agent, subject);
-        if check.refresh {
-            self.state.events.push_back(Event::AdmissionRefresh { agent: agent.clone() });
+        for (agent, reason) in route.warnings {
+            warnings.push(reason.clone());
+            self.state.events.push_back(Event::WouldRefuse { id, stage, agent, reason });
         }
-        match check.verdict {
-            GateVerdict::Admit => None,
-            GateVerdict::Warn { code, text } => {
-                let reason = Reason::new(code, text);
-                let event = Event::WouldRefuse { id, stage, agent: agent.id.clone(), reason: reason.clone() };
-                self.state.events.push_back(event);
-                warnings.push(reason);
-                None
-            }
-            GateVerdict::Refuse { code, text } => Some((Reason::new(code, text), check.refresh)),
-        }
+        route.verdict
     }
 
     /// Judge the other readings of a message (PV4): when it is forwarded, its decoded view
@@ -1060,6 +1030,7 @@ impl Firewall {
             AdminAction::Unexcept { component } => {
                 s.admission.unexcept(&component);
             }
+            AdminAction::SetTrust { trust } => s.trust = trust,
         }
     }
 
@@ -1089,12 +1060,4 @@ fn refusing_rules(rules: &dyn Rules, stage: Stage, view: &MessageView<'_>) -> Ve
         refusing.extend(explanation.decided_by);
     }
     refusing
-}
-
-/// The label of the session `id` that `agent` runs inside (ID6), or the id if it is not one.
-fn enclosing_label(agent: &Agent, id: &AgentId) -> String {
-    agent
-        .enclosing()
-        .find(|e| id.is_session_of(&e.id) || e.id.is_session_of(id))
-        .map_or_else(|| crate::label::clean(id.as_str()), |e| e.label())
 }

@@ -16,6 +16,7 @@ pub mod message;
 pub mod normalize;
 pub mod policy;
 pub mod provenance;
+pub mod route;
 pub mod seal;
 pub mod signals;
 pub mod sim;

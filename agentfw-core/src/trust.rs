@@ -32,7 +32,7 @@
 
 use core::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::message::Agent;
 use crate::policy::diagnostic::{Diagnostic, Diagnostics, SourceFile};
@@ -61,7 +61,7 @@ blocked: []        # `agentfw block WHO` adds to this list, `agentfw unblock WHO
 ";
 
 /// What a teammate's messages may lead the receiving agent to do without asking its user.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Overlay {
     /// Whether the sender has an entry in the trust file; `false` for an unlisted sender
     /// let through by `unknown_teammates.policy: allow`, which gets no pre-approvals.
@@ -125,7 +125,7 @@ fn quoted_list(items: &[String]) -> String {
 }
 
 /// Whether agents that are not listed in the trust file are let through.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UnknownPolicy {
     /// Refuse their messages (the default: no ambient trust).
@@ -136,7 +136,7 @@ pub enum UnknownPolicy {
 }
 
 /// One teammate's entry.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Teammate {
     /// The label or agent id it is listed under, as written.
     pub who: String,
@@ -144,7 +144,7 @@ pub struct Teammate {
 }
 
 /// A parsed trust file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TrustFile {
     pub teammates: Vec<Teammate>,
     pub unknown_teammates: UnknownPolicy,
@@ -156,6 +156,22 @@ impl Default for TrustFile {
     fn default() -> Self {
         Self { teammates: Vec::new(), unknown_teammates: UnknownPolicy::Reject, blocked: Vec::new() }
     }
+}
+
+/// The trust file a firewall applies (TR1, DL4): part of its state, set with
+/// [`crate::firewall::AdminAction::SetTrust`] and checked on every send and delivery by the
+/// route check ([`crate::route`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "trust", content = "file", rename_all = "snake_case")]
+pub enum Trust {
+    /// No trust file: nobody is refused on its account and deliveries carry no overlay.
+    #[default]
+    Unset,
+    /// A trust file, applied as written.
+    File(TrustFile),
+    /// The trust file has errors and no earlier version was good (why, in words): sends are
+    /// refused and deliveries wait, so a typo neither lifts a block nor loses messages.
+    Unreadable(String),
 }
 
 /// A sender's standing with this trust file.
@@ -195,17 +211,17 @@ impl fmt::Display for TrustRefusal {
         match self {
             TrustRefusal::Blocked { sender, entry } => write!(
                 f,
-                "refused: `{sender}` is blocked on this machine (trust file entry `{entry}`); \
+                "`{sender}` is blocked on this machine (trust file entry `{entry}`); \
                  the user lifts it with `agentfw unblock`"
             ),
             TrustRefusal::Unknown { sender } => write!(
                 f,
-                "refused: `{sender}` is not a teammate in the trust file and unknown teammates are \
+                "`{sender}` is not a teammate in the trust file and unknown teammates are \
                  rejected; ask your user to add it under `teammates:`"
             ),
             TrustRefusal::UnknownWithin { sender, outer } => write!(
                 f,
-                "refused: `{sender}` runs inside `{outer}`, which is not a teammate in the trust file, \
+                "`{sender}` runs inside `{outer}`, which is not a teammate in the trust file, \
                  and unknown teammates are rejected; ask your user to add `{outer}` under `teammates:`"
             ),
         }

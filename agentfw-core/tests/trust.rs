@@ -106,7 +106,7 @@ fn standing_blocked_wins_then_id_then_label_then_policy() {
     assert_eq!(r.code(), "trust.unknown");
     assert_eq!(
         r.to_string(),
-        "refused: `ops (gemini)` is not a teammate in the trust file and unknown teammates are rejected; \
+        "`ops (gemini)` is not a teammate in the trust file and unknown teammates are rejected; \
          ask your user to add it under `teammates:`"
     );
 
@@ -316,5 +316,148 @@ fn names_with_quotes_and_unicode_survive_the_edit() {
         assert!(parse(&edited).is_blocked(who), "{edited}");
         let back = trust::unblock(&file(&edited), who).unwrap().unwrap();
         assert_eq!(back, EXAMPLE);
+    }
+}
+
+mod in_the_firewall {
+    //! The trust file as firewall state (TR1, DL4): a bare `Firewall` given one refuses a
+    //! blocked or unknown sender on send and on delivery, holds deliveries while the file is
+    //! unreadable, and hands each delivery the sender's overlay.
+
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use agentfw_core::firewall::{Accepted, AdminAction, Config, Event, Firewall, Input, Outgoing, Output, Verdict};
+    use agentfw_core::message::{Agent, Enclosing};
+    use agentfw_core::time::Timestamp;
+    use agentfw_core::trust::{Overlay, Trust};
+    use rand_chacha::ChaCha20Rng;
+    use rand_core::SeedableRng;
+
+    use super::parse;
+
+    const T0: Timestamp = Timestamp::from_millis(1_767_225_600_000);
+
+    fn web() -> Agent {
+        Agent::new("claude:1:1", "claude", "web")
+    }
+
+    fn api() -> Agent {
+        Agent::new("codex:2:2", "codex", "api")
+    }
+
+    fn send(fw: &mut Firewall, from: Agent, to: Agent) -> Output {
+        // A new question each time, so no limit on repeated text decides instead.
+        static ASKED: AtomicU32 = AtomicU32::new(0);
+        let n = ASKED.fetch_add(1, Ordering::Relaxed);
+        let out = Outgoing { from, to, body: format!("Which port does staging {n} use?"), reply_to: None };
+        fw.handle(T0, &mut ChaCha20Rng::seed_from_u64(1), Input::Send(out))
+    }
+
+    fn accepted(fw: &mut Firewall) -> Accepted {
+        match send(fw, web(), api()) {
+            Output::Accepted { message, .. } => message,
+            other => panic!("not accepted: {other:?}"),
+        }
+    }
+
+    fn deliver(fw: &mut Firewall, m: Accepted) -> Output {
+        fw.handle(T0, &mut ChaCha20Rng::seed_from_u64(2), Input::Deliver(m))
+    }
+
+    fn set(fw: &mut Firewall, trust: Trust) {
+        let _ = fw.handle(T0, &mut ChaCha20Rng::seed_from_u64(3), Input::Admin(AdminAction::SetTrust { trust }));
+    }
+
+    fn refused_code(out: &Output) -> &str {
+        match out {
+            Output::Refused(r) => &r.reason.code,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_blocked_sender_is_refused_on_send_and_its_waiting_message_on_delivery() {
+        let mut fw = Firewall::new(Config::default());
+        let waiting = accepted(&mut fw);
+        set(&mut fw, Trust::File(parse("version: 1\nunknown_teammates: {policy: allow}\nblocked: [web (claude)]\n")));
+
+        let out = send(&mut fw, web(), api());
+        assert_eq!(refused_code(&out), "trust.blocked");
+        let Output::Refused(r) = &out else { unreachable!() };
+        assert_eq!(
+            r.message(),
+            "refused: `web (claude)` is blocked on this machine (trust file entry `web (claude)`); the user lifts it with `agentfw unblock`"
+        );
+        assert_eq!(refused_code(&deliver(&mut fw, waiting)), "trust.blocked");
+        // The other way is not blocked: unknown teammates are let through here.
+        assert!(matches!(send(&mut fw, api(), web()), Output::Accepted { .. }));
+
+        // Both refusals are decisions in the audit log, with their code.
+        let denied: Vec<String> = core::iter::from_fn(|| fw.poll_event())
+            .filter_map(|e| match e {
+                Event::Decision(d) if d.verdict == Verdict::Deny => d.reason.map(|r| r.code),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(denied, ["trust.blocked", "trust.blocked"]);
+    }
+
+    #[test]
+    fn unknown_teammates_are_rejected_by_default_and_a_nested_session_inherits_a_block() {
+        let mut fw = Firewall::new(Config::default());
+        set(&mut fw, Trust::File(parse("version: 1\nteammates:\n  api (codex): {}\n")));
+        assert_eq!(refused_code(&send(&mut fw, web(), api())), "trust.unknown");
+        assert!(matches!(send(&mut fw, api(), web()), Output::Accepted { .. }));
+
+        set(&mut fw, Trust::File(parse("version: 1\nunknown_teammates: {policy: allow}\nblocked: [web (claude)]\n")));
+        let w = web();
+        let within = vec![Enclosing { id: w.id, kind: w.kind, project: w.project }];
+        let inner = Agent { within, ..Agent::new("cursor:9:9", "cursor", "worker") };
+        assert_eq!(refused_code(&send(&mut fw, inner, api())), "trust.blocked");
+    }
+
+    #[test]
+    fn a_delivery_carries_the_senders_overlay_and_none_without_a_trust_file() {
+        let mut fw = Firewall::new(Config::default());
+        let m = accepted(&mut fw);
+        let Output::Delivered { delivery, .. } = deliver(&mut fw, m.clone()) else { panic!("not delivered") };
+        assert_eq!(delivery.overlay, None);
+
+        set(&mut fw, Trust::File(parse("version: 1\nteammates:\n  web (claude):\n    auto_read: true\n")));
+        let m = accepted(&mut fw);
+        let Output::Delivered { delivery, .. } = deliver(&mut fw, m) else { panic!("not delivered") };
+        let overlay = delivery.overlay.unwrap();
+        assert!(overlay.listed && overlay.auto_read && !overlay.auto_test, "{overlay:?}");
+        assert!(overlay.render().contains("read files: yes, without asking"));
+        assert_ne!(overlay, Overlay::default());
+    }
+
+    #[test]
+    fn an_unreadable_trust_file_refuses_sends_and_holds_deliveries_until_fixed() {
+        let mut fw = Firewall::new(Config::default());
+        let waiting = accepted(&mut fw);
+        set(&mut fw, Trust::Unreadable("the trust file `trust.yaml` cannot be used: bad".into()));
+        let out = send(&mut fw, web(), api());
+        assert_eq!(refused_code(&out), "trust.invalid");
+        let Output::Held { reason, message, until } = deliver(&mut fw, waiting) else { panic!("not held") };
+        assert_eq!(reason.code, "trust.invalid");
+        assert!(reason.text.ends_with("Messages wait here until your user fixes the trust file."), "{}", reason.text);
+        assert_eq!(until, T0, "offered again as soon as the file is fixed");
+
+        set(&mut fw, Trust::File(parse("version: 1\nunknown_teammates: {policy: allow}\n")));
+        assert!(matches!(deliver(&mut fw, message), Output::Delivered { .. }));
+    }
+
+    #[test]
+    fn the_trust_file_survives_a_snapshot_and_an_admin_action_round_trips() {
+        let mut fw = Firewall::new(Config::default());
+        let action = AdminAction::SetTrust { trust: Trust::File(parse("version: 1\nblocked: [web (claude)]\n")) };
+        let json = serde_json::to_string(&Input::Admin(action.clone())).unwrap();
+        let back: Input = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, Input::Admin(action));
+        let _ = fw.handle(T0, &mut ChaCha20Rng::seed_from_u64(3), back);
+        let state = serde_json::to_string(&fw.snapshot()).unwrap();
+        let mut fw = Firewall::restore(serde_json::from_str(&state).unwrap());
+        assert_eq!(refused_code(&send(&mut fw, web(), api())), "trust.blocked");
     }
 }

@@ -32,8 +32,8 @@
 //!
 //! The engine's operations live in one module each: [`journal`] (transactions, the journal,
 //! snapshots, firewall events into audit rows), [`sessions`] (who is calling, finding a
-//! recipient, admission refresh), [`send`], [`inbox`], [`trust`] (the trust file around
-//! send and delivery), [`hooks`], [`admin`], [`status`] (`hello`, `team`, `status`,
+//! recipient, admission refresh), [`send`], [`inbox`], [`trust`] (the trust file handed
+//! to the firewall), [`hooks`], [`admin`], [`status`] (`hello`, `team`, `status`,
 //! `audit`), [`rules`], [`waking`] (WK1, WK2), [`tick`] (what the daemon's loop runs between
 //! requests), [`relay`] (the link to other devices) and [`dashboard`] (`agentfw dashboard`).
 //! They decide; what they persist goes through [`crate::store`], which holds all the SQL.
@@ -142,7 +142,7 @@ pub struct Engine {
     rules: Arc<Reloadable>,
     rules_info: RulesInfo,
     rules_stamp: Vec<(PathBuf, Option<SystemTime>, u64)>,
-    /// The trust file (TR1): each sender's standing and overlay (DL4).
+    /// The trust file (TR1) on disk, handed to the firewall when it changes.
     trust: Trust,
     sessions: BTreeMap<AgentId, Session>,
     ratings: Ratings,

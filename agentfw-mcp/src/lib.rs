@@ -18,7 +18,7 @@
 //! | [`components`] | reading harness config files for admission (AD1) |
 //! | [`keystore`] | this device's keys in the home (TX2) |
 //! | [`relay_link`] | the daemon's connection to a relay: sealing, opening, reconnecting |
-//! | [`trust`] | the trust file applied to sends and deliveries (TR1, DL4) |
+//! | [`trust`] | reading the trust file the firewall applies to sends and deliveries (TR1, DL4) |
 //! | [`scan`] | `agentfw scan --jsonl`: verdicts for a stream of texts on every core (PR8) |
 
 #![forbid(unsafe_code)]

@@ -1,5 +1,6 @@
-//! The trust file (TR1) as the daemon applies it: each sender's standing on every send and
-//! every delivery, and the overlay that goes under each fenced delivery (DL4).
+//! The trust file (TR1) as the daemon reads it: the firewall applies it on every send and
+//! every delivery, and each delivery carries the sender's overlay (DL4); this module only
+//! turns the file on disk into the [`agentfw_core::trust::Trust`] the firewall is given.
 //!
 //! The file is `<home>/trust.yaml` (`agentfw block|unblock` edit it). It is re-read when its
 //! size, time or inode changes, so an edit applies to the next message without a restart.
@@ -17,23 +18,10 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use agentfw_core::message::Agent;
 use agentfw_core::policy::SourceFile;
-use agentfw_core::trust::{FILE_NAME, Overlay, TrustFile, TrustVerdict};
+use agentfw_core::trust::{FILE_NAME, TrustFile};
 
-/// A sender's standing with the trust file.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Standing {
-    /// Deliver, with this overlay text under the fence.
-    Deliver(String),
-    /// Refuse: a stable code (`trust.blocked`, `trust.unknown`) and what to tell the agent.
-    Refuse { code: &'static str, message: String },
-    /// The trust file has errors and no earlier version was good: why.
-    Unreadable(String),
-}
-
-/// Code of a refusal because the trust file cannot be read.
-pub const UNREADABLE: &str = "trust.invalid";
+use agentfw_core::trust::Trust as Applied;
 
 /// What identifies one version of the file on disk.
 type Stamp = Option<(Option<SystemTime>, u64, u64)>;
@@ -66,19 +54,16 @@ impl Trust {
         &self.path
     }
 
-    /// The standing of `sender`, from the file as it is now.
-    pub fn standing(&mut self, sender: &Agent) -> Standing {
+    /// The trust file as it is now, for the firewall to apply: unset when there is no
+    /// file, the last good version when an edit broke it, unreadable when none was good.
+    pub fn current(&mut self) -> Applied {
         if stamp(&self.path) != self.stamp {
             self.load();
         }
-        let file = match &self.loaded {
-            Loaded::Missing => return Standing::Deliver(Overlay::default().render()),
-            Loaded::Good(file) | Loaded::Broken { last_good: Some(file), .. } => file,
-            Loaded::Broken { error, last_good: None } => return Standing::Unreadable(error.clone()),
-        };
-        match file.overlay_for(sender) {
-            TrustVerdict::Admit(overlay) => Standing::Deliver(overlay.render()),
-            TrustVerdict::Refuse(why) => Standing::Refuse { code: why.code(), message: why.to_string() },
+        match &self.loaded {
+            Loaded::Missing => Applied::Unset,
+            Loaded::Good(file) | Loaded::Broken { last_good: Some(file), .. } => Applied::File(file.clone()),
+            Loaded::Broken { error, last_good: None } => Applied::Unreadable(error.clone()),
         }
     }
 
@@ -123,17 +108,29 @@ fn stamp(path: &Path) -> Stamp {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::panic)]
 
+    use agentfw_core::message::Agent;
+    use agentfw_core::trust::TrustVerdict;
+
     use super::*;
 
     fn web() -> Agent {
         Agent::new("claude:1:2", "claude", "web")
     }
 
+    /// The code the file as it is now refuses `web (claude)` with, if any.
+    fn refusal(trust: &mut Trust) -> Option<&'static str> {
+        let Applied::File(file) = trust.current() else { panic!("no file in force") };
+        match file.overlay_for(&web()) {
+            TrustVerdict::Admit(_) => None,
+            TrustVerdict::Refuse(why) => Some(why.code()),
+        }
+    }
+
     #[test]
-    fn missing_file_delivers_with_the_unlisted_overlay() {
+    fn missing_file_is_unset() {
         let dir = tempfile::tempdir().unwrap();
         let mut trust = Trust::new(dir.path());
-        assert_eq!(trust.standing(&web()), Standing::Deliver(Overlay::default().render()));
+        assert_eq!(trust.current(), Applied::Unset);
     }
 
     #[test]
@@ -142,16 +139,13 @@ mod tests {
         let path = dir.path().join(FILE_NAME);
         let mut trust = Trust::new(dir.path());
         std::fs::write(&path, "version: 1\nteammates:\n  web (claude):\n    auto_read: true\n").unwrap();
-        let Standing::Deliver(text) = trust.standing(&web()) else { panic!("not delivered") };
-        assert!(text.contains("read files: yes, without asking"), "{text}");
+        assert_eq!(refusal(&mut trust), None);
 
         std::fs::write(&path, "version: 1\nblocked: [web (claude)]\n").unwrap();
-        let Standing::Refuse { code, .. } = trust.standing(&web()) else { panic!("not refused") };
-        assert_eq!(code, "trust.blocked");
+        assert_eq!(refusal(&mut trust), Some("trust.blocked"));
 
         std::fs::write(&path, "version: 1\nblockd: []\n").unwrap();
-        let Standing::Refuse { code, .. } = trust.standing(&web()) else { panic!("the block was lifted") };
-        assert_eq!(code, "trust.blocked");
+        assert_eq!(refusal(&mut trust), Some("trust.blocked"), "the block was lifted");
     }
 
     #[test]
@@ -159,7 +153,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(FILE_NAME), "version: 2\n").unwrap();
         let mut trust = Trust::new(dir.path());
-        let Standing::Unreadable(why) = trust.standing(&web()) else { panic!("not unreadable") };
+        let Applied::Unreadable(why) = trust.current() else { panic!("not unreadable") };
         assert!(why.contains("trust.yaml"), "{why}");
     }
 }

@@ -15,6 +15,7 @@ use agentfw_core::admission::{Admission, Component, ComponentId, Mode, Score};
 use agentfw_core::containment::Quarantine;
 use agentfw_core::firewall::{AdminAction, Config, Disconnection, Event, Firewall, Input};
 use agentfw_core::message::{Agent, AgentId};
+use agentfw_core::route::{Checkpoint, Verdict};
 use agentfw_core::time::Timestamp;
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
@@ -97,41 +98,20 @@ impl Policy {
         while self.firewall.poll_event().is_some() {}
     }
 
-    /// Re-checks an envelope from `from` to `to` by metadata: disconnected pair,
-    /// quarantine, then admission of the sender and the recipient (AD8, AM2, CT1).
+    /// Re-checks an envelope from `from` to `to` by metadata, with the core's route check
+    /// at the relay's checkpoint ([`agentfw_core::route`]): disconnected pair, quarantine,
+    /// trust, then admission of the sender and the recipient (AM2, CT1, TR1, AD8), so the
+    /// relay refuses for the same reason, in the same order, as the daemons at either end.
     pub fn check(&self, now: Timestamp, from: &Agent, to: &Agent) -> Check {
-        if let Some(d) = self.disconnection(&from.id, &to.id) {
-            let why = if d.reason.trim().is_empty() { String::new() } else { format!(": {}", d.reason.trim()) };
-            return deny(
-                "admin.disconnected",
-                format!("an admin disconnected {} from {}{why}", from.label(), to.label()),
-            );
-        }
-        for (who, agent) in [("the sender", from), ("the recipient", to)] {
-            if let Some(q) = self.firewall.quarantine_for(now, agent) {
-                return deny(
-                    "containment.quarantined",
-                    format!("{who}, {}, is quarantined until {}: {}", agent.label(), q.until, q.reason),
-                );
+        let route = self.firewall.route(now, Checkpoint::Relay, from, to);
+        match route.verdict {
+            Verdict::Pass { .. } => Check::Allow {
+                warnings: route.warnings.into_iter().map(|(_, reason)| (reason.code, reason.text)).collect(),
+            },
+            Verdict::Refuse(reason) | Verdict::Hold { reason, .. } => {
+                Check::Deny { code: reason.code, reason: reason.text }
             }
         }
-        let admission = self.firewall.admission();
-        let mut warnings = Vec::new();
-        if admission.mode() != Mode::Off {
-            for (who, agent) in [("the sender", from), ("the recipient", to)] {
-                let evaluation = admission.evaluate_agent(agent);
-                let (Some(why), Some(sentence)) =
-                    (&evaluation.refused, evaluation.sentence(&format!("{who}, {}, is", agent.label())))
-                else {
-                    continue;
-                };
-                if admission.mode() == Mode::Enforce {
-                    return deny(why.code(), sentence);
-                }
-                warnings.push(("admission.would_refuse".to_owned(), format!("would refuse: {sentence}")));
-            }
-        }
-        Check::Allow { warnings }
     }
 
     /// The pair's block, if an admin disconnected it.
@@ -242,10 +222,6 @@ impl Policy {
             })
             .collect()
     }
-}
-
-fn deny(code: &str, reason: String) -> Check {
-    Check::Deny { code: code.to_owned(), reason }
 }
 
 /// How long an admin's quarantine lasts unless the admin says otherwise: an hour, as CT1.

@@ -864,10 +864,12 @@ impl Admission {
         }
     }
 
-    /// The check the firewall makes for `agent` on a message. `subject` names it in the
-    /// reason: `your agent is` for the side acting now, `the recipient, api (codex), is`
-    /// for the far side.
-    pub fn check(&mut self, now: Timestamp, agent: &Agent, subject: &str) -> GateCheck {
+    /// The check the route makes for `agent` on a message ([`crate::route`]). `subject`
+    /// names it in the reason: `your agent is` for the side acting now, `the recipient, api
+    /// (codex), is` for the far side. Where the agent can be refreshed (`may_refresh`: not at
+    /// the relay) and it is unknown and has not had its one refresh, the answer asks for it;
+    /// [`Admission::refreshing`] records that it was given.
+    pub fn gate(&self, agent: &Agent, subject: &str, may_refresh: bool) -> GateCheck {
         let admit = GateCheck { verdict: GateVerdict::Admit, refresh: false };
         if self.config.mode == Mode::Off {
             return admit;
@@ -876,10 +878,7 @@ impl Admission {
         let (Some(why), Some(sentence)) = (&evaluation.refused, evaluation.sentence(subject)) else {
             return admit;
         };
-        let refresh = why.is_unknown() && !self.refreshed.contains_key(&agent.id);
-        if refresh {
-            self.refreshed.insert(agent.id.clone(), now);
-        }
+        let refresh = may_refresh && why.is_unknown() && !self.refreshed.contains_key(&agent.id);
         let verdict = match self.config.mode {
             Mode::Off => GateVerdict::Admit,
             Mode::Report => {
@@ -894,6 +893,11 @@ impl Admission {
             Mode::Enforce => GateVerdict::Refuse { code: why.code(), text: sentence },
         };
         GateCheck { verdict, refresh }
+    }
+
+    /// `agent` had its one refresh at `now` (AD5): later checks say to retry instead.
+    pub fn refreshing(&mut self, now: Timestamp, agent: &AgentId) {
+        self.refreshed.entry(agent.clone()).or_insert(now);
     }
 
     /// Forget refreshes older than `refresh_memory`.

@@ -3,9 +3,11 @@
 
 use agentfw_core::firewall::{Accepted, Input, Output, Reason};
 use agentfw_core::message::AgentId;
+use agentfw_core::route::TRUST_UNREADABLE;
 use agentfw_core::time::Timestamp;
 use serde_json::Value;
 
+use super::trust::overlay_text;
 use super::{Caller, Engine, EngineError, check_token};
 use crate::clock;
 use crate::proto::{DeliveryView, InboxResult, RefusedView};
@@ -52,6 +54,7 @@ impl Engine {
                 (None, true) => false,
             };
             e.erased |= erased;
+            e.sync_trust(now)?;
             let mut result = InboxResult { batch: batch.clone(), ..InboxResult::default() };
             for pending in e.db.due(now, &me, BATCH)? {
                 let (seq, accepted) = match pending {
@@ -62,9 +65,6 @@ impl Engine {
                     }
                     Pending::Message { seq, message } => (seq, *message),
                 };
-                // The trust file first (TR1): a refused sender's message never reaches the
-                // firewall's ledger; an admitted one's overlay goes under the fence (DL4).
-                let Some(overlay) = e.trust_on_delivery(now, seq, &batch, &accepted, &mut result)? else { continue };
                 let mut out = e.apply(now, Input::Deliver(accepted.clone()))?;
                 if matches!(&out, Output::Held { reason, .. } if reason.code.starts_with("admission"))
                     && e.run_refreshes(now)?
@@ -74,7 +74,7 @@ impl Engine {
                 match out {
                     Output::Delivered { delivery, warnings } => {
                         let warnings: Vec<String> = warnings.into_iter().map(|w| w.text).collect();
-                        let fenced = format!("{}\n{overlay}", delivery.fenced.text);
+                        let fenced = format!("{}\n{}", delivery.fenced.text, overlay_text(&delivery));
                         e.db.mark_delivered(now, seq, &batch, &fenced, &warnings)?;
                         result.deliveries.push(delivery_view(&delivery.message, fenced, warnings));
                     }
@@ -89,7 +89,11 @@ impl Engine {
                             reason,
                         });
                     }
-                    Output::Held { until, .. } => {
+                    Output::Held { until, reason, .. } => {
+                        // An unreadable trust file holds every message: say why, once.
+                        if reason.code == TRUST_UNREADABLE && !result.notes.contains(&reason.text) {
+                            result.notes.push(reason.text);
+                        }
                         e.db.hold(seq, until)?;
                     }
                     Output::Accepted { .. } | Output::Done => {}

@@ -47,10 +47,8 @@ impl Engine {
             return Err(reply(code::INTERNAL, "session vanished"));
         };
         let outgoing = Outgoing { from: from.agent.clone(), to: to_agent, body: text, reply_to };
-        if let Some(body) = self.trust_refuses_send(now, &me, &outgoing, key.as_deref())? {
-            return Err(EngineError::Reply(body));
-        }
         let outcome = self.tx(now, |e| {
+            e.sync_trust(now)?;
             let mut out = e.apply(now, Input::Send(outgoing.clone()))?;
             if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
                 out = e.apply(now, Input::Send(outgoing.clone()))?;
