@@ -85,6 +85,40 @@ enum Work {
     Dashboard(dashboard::Query),
 }
 
+/// Most requests answered by one sync of the database.
+const GROUP_MAX: usize = MAX_CONNECTIONS;
+
+type Answer = Result<Value, ErrorBody>;
+
+/// Group commit: the answers of the requests handled since the last [`Engine::sync`]. Each
+/// request commits on its own, so one that fails takes no other with it, but none is
+/// answered before a sync made its commit durable; the requests that arrive meanwhile
+/// share the next sync, so throughput grows with the number of agents sending.
+#[derive(Default)]
+struct Group {
+    answers: Vec<(oneshot::Sender<Answer>, Answer)>,
+}
+
+impl Group {
+    fn push(&mut self, reply: oneshot::Sender<Answer>, answer: Answer) {
+        self.answers.push((reply, answer));
+    }
+
+    fn full(&self) -> bool {
+        self.answers.len() >= GROUP_MAX
+    }
+
+    /// After the sync: every answer, or, if the sync failed, its error for every request.
+    fn answer(&mut self, synced: Result<(), ErrorBody>) {
+        for (reply, answer) in self.answers.drain(..) {
+            let _ = reply.send(match &synced {
+                Ok(()) => answer,
+                Err(e) => Err(e.clone()),
+            });
+        }
+    }
+}
+
 /// Run the daemon for `home` in the foreground until it is stopped. `relay` overrides the
 /// relay URL `agentfw join` wrote into the configuration.
 pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
@@ -161,25 +195,37 @@ pub fn run(home: &Home, relay: Option<&str>) -> Result<(), DaemonError> {
     let engine_thread = std::thread::Builder::new()
         .name("agentfw-engine".into())
         .spawn(move || {
+            let mut group = Group::default();
             loop {
                 let wait = engine.tick(clock::now());
                 if engine.should_stop() {
                     break;
                 }
-                match jobs_rx.recv_timeout(wait) {
-                    Ok(Work::Relay(news)) => engine.relay_input(clock::now(), news),
-                    Ok(Work::Dashboard(query)) => engine.dashboard_answer(clock::now(), query),
-                    Ok(Work::Request(job)) => {
-                        let answer = engine.handle(clock::now(), &job.caller, job.op);
-                        let _ = job.reply.send(answer);
+                // Work that arrived while the last group was made durable joins this one.
+                let waiting = if group.full() { None } else { jobs_rx.try_recv().ok() };
+                let work = match waiting {
+                    Some(work) => work,
+                    None => {
+                        group.answer(engine.sync());
+                        match jobs_rx.recv_timeout(wait) {
+                            Ok(work) => work,
+                            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                        }
+                    }
+                };
+                match work {
+                    Work::Relay(news) => engine.relay_input(clock::now(), news),
+                    Work::Dashboard(query) => engine.dashboard_answer(clock::now(), query),
+                    Work::Request(job) => {
+                        group.push(job.reply, engine.handle(clock::now(), &job.caller, job.op));
                         if engine.should_stop() {
                             break;
                         }
                     }
-                    Err(mpsc::RecvTimeoutError::Timeout) => {}
-                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
                 }
             }
+            group.answer(engine.sync());
             engine.shutdown(clock::now());
             engine_stopped.notify_one();
         })
@@ -433,6 +479,43 @@ pub fn caller(pid: u32, resolver: &Resolver, clock: &ProcClock) -> Caller {
         }
         Err(e) => {
             Caller { pid, identity: Err(e.to_string()), project_dir: None, env: Default::default(), placement: None }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn pending(group: &mut Group, answer: Answer) -> oneshot::Receiver<Answer> {
+        let (reply, answered) = oneshot::channel();
+        group.push(reply, answer);
+        answered
+    }
+
+    /// No request of a group hears anything before its sync; then each its own answer.
+    #[test]
+    fn a_group_is_answered_only_after_its_sync() {
+        let mut group = Group::default();
+        let mut sent = pending(&mut group, Ok(serde_json::json!({"id": "m1"})));
+        let mut refused = pending(&mut group, Err(ErrorBody::new(code::REFUSED, "no")));
+        assert!(sent.try_recv().is_err() && refused.try_recv().is_err());
+        group.answer(Ok(()));
+        assert_eq!(sent.try_recv().unwrap().unwrap()["id"], "m1");
+        assert_eq!(refused.try_recv().unwrap().unwrap_err().code, code::REFUSED);
+        assert!(group.answers.is_empty());
+    }
+
+    /// A sync that fails is every request's answer: none is told it was stored.
+    #[test]
+    fn a_failed_sync_acknowledges_nothing() {
+        let mut group = Group::default();
+        let answered: Vec<_> = (0..3).map(|i| pending(&mut group, Ok(serde_json::json!({"id": i})))).collect();
+        group.answer(Err(ErrorBody::new(code::STORAGE, "the write-ahead log could not be made durable")));
+        for mut a in answered {
+            assert_eq!(a.try_recv().unwrap().unwrap_err().code, code::STORAGE);
         }
     }
 }

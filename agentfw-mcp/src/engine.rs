@@ -11,9 +11,12 @@
 //! 2. **Effects in the same transaction.** An accepted message's inbox row, the delivered or
 //!    refused mark of a delivery with its fenced text, audit rows (metadata only), the
 //!    outcome of a keyed send: all written before the commit.
-//! 3. **Commit, then answer.** A crash before the commit leaves no trace of the request (the
-//!    client never heard "accepted", and the firewall state that died with the process was
-//!    never saved). A crash after it loses nothing acknowledged. If a write fails (a full
+//! 3. **Commit, make durable, then answer.** The daemon's loop answers a group of requests
+//!    after one [`Engine::sync`] made all their commits durable (group commit); what a commit
+//!    sends to the relay or the dashboard is held until then too. A crash before the sync
+//!    leaves no acknowledged trace of the request (the client never heard "accepted", and
+//!    the firewall state that died with the process was never saved). A crash after it
+//!    loses nothing acknowledged. If a write fails (a full
 //!    disk: `SQLITE_FULL`), the transaction is rolled back, the in-memory firewall is
 //!    rebuilt from the database, and the caller gets a clear error: nothing half-written.
 //! 4. **Answering is idempotent.** The one gap is a crash between the commit and the
@@ -157,6 +160,10 @@ pub struct Engine {
     /// Text was erased in the current transaction: truncate the WAL after committing, so
     /// it does not linger there ([`store::purge`]).
     erased: bool,
+    /// A delivered batch's text was erased since the last truncation of the WAL: the next
+    /// snapshot truncates it (within [`journal::SNAPSHOT_AFTER_MS`]), as it does for the
+    /// journal entries that carried the same text.
+    unpurged: bool,
     refreshes: Vec<Agent>,
     /// Recipients of messages accepted in the current transaction (waking after commit).
     accepted_for: Vec<AgentId>,
@@ -172,6 +179,9 @@ pub struct Engine {
     /// current transaction it publishes after the commit.
     dashboard: Option<Arc<crate::dashboard::Dashboard>>,
     feed_pending: Vec<crate::dashboard::feed::DecisionView>,
+    /// What commits decided that leaves the process, held until they are durable
+    /// ([`Engine::sync`]).
+    held: journal::Held,
 }
 
 impl std::fmt::Debug for Engine {
@@ -230,6 +240,7 @@ impl Engine {
             touched: false,
             security_dirty: false,
             erased: false,
+            unpurged: false,
             refreshes: Vec::new(),
             accepted_for: Vec::new(),
             wake_tx,
@@ -241,6 +252,7 @@ impl Engine {
             relay: None,
             dashboard: None,
             feed_pending: Vec::new(),
+            held: journal::Held::default(),
         };
         engine.rebuild()?;
         engine.load_sessions(now)?;

@@ -20,7 +20,8 @@
 //! All of the daemon's SQL is here, behind [`Store`]'s methods, one submodule per table:
 //! the engine decides, and calls them to persist what it decided.
 
-use std::path::Path;
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
 
 use agentfw_core::time::Timestamp;
 use rusqlite::{Connection, ErrorCode, OptionalExtension, params};
@@ -140,6 +141,10 @@ pub enum StoreError {
         "the database at `{path}` was written by a newer agentfw (schema {found}, this build knows {SCHEMA_VERSION})"
     )]
     Newer { path: String, found: i64 },
+    #[error(
+        "the write-ahead log `{path}` could not be made durable ({why}): the requests since the last durable commit were not acknowledged; the daemon stops, and the next one recovers what reached the disk"
+    )]
+    Sync { path: String, why: String },
     #[error("stored data is damaged: {0}")]
     Corrupt(String),
     #[error(
@@ -167,6 +172,11 @@ impl From<serde_json::Error> for StoreError {
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    /// With `synchronous = "full"`: the write-ahead log, which [`Store::sync`] makes
+    /// durable for every commit since the last sync at once (group commit).
+    wal: Option<PathBuf>,
+    /// `total_changes` at the last sync: a sync with no change since is free.
+    synced_changes: Cell<u64>,
 }
 
 /// Statements are compiled once and kept in the connection's statement cache: compiling
@@ -211,10 +221,12 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Sqlite(format!("cannot switch the database to WAL mode (got `{mode}`)")));
     }
-    let sync = match config.synchronous {
-        Synchronous::Full => "FULL",
-        Synchronous::Normal => "NORMAL",
-    };
+    // SQLite itself never waits for the disk at a commit (NORMAL): with `full`, the engine
+    // calls [`Store::sync`] before anything a commit decided leaves the process, once for
+    // all the commits since the last one (group commit; see [`crate::engine`]). In WAL
+    // mode, NORMAL still syncs the log before each checkpoint copies it into the database,
+    // so the log is never reused before its frames are durable.
+    let sync = "NORMAL";
     // Erased text (delivered batches, refused messages, the journal) is overwritten with
     // zeros, not left in free space; the engine truncates the WAL after erasing (`purge`).
     conn.execute_batch(&format!("PRAGMA synchronous = {sync}; PRAGMA foreign_keys = OFF; PRAGMA secure_delete = ON;"))?;
@@ -222,7 +234,12 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
         let _: i64 = conn.query_row(&format!("PRAGMA max_page_count = {}", config.max_pages), [], |r| r.get(0))?;
     }
     conn.execute_batch(SCHEMA)?;
-    let store = Store { conn };
+    let wal = (config.synchronous == Synchronous::Full).then(|| {
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        PathBuf::from(wal)
+    });
+    let store = Store { conn, wal, synced_changes: Cell::new(u64::MAX) };
     let found: Option<i64> = store.meta("schema")?.and_then(|v| v.parse().ok());
     match found {
         Some(v) if v > SCHEMA_VERSION => {
@@ -230,6 +247,14 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
         }
         Some(_) => {}
         None => store.set_meta("schema", &SCHEMA_VERSION.to_string())?,
+    }
+    store.sync()?;
+    // The log's directory entry too, once: SQLite would on its first sync of a new log.
+    if store.wal.is_some()
+        && let Some(dir) = path.parent()
+    {
+        let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+        std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| sync_error(dir, &e))?;
     }
     Ok(store)
 }
@@ -258,6 +283,25 @@ impl Store {
         Ok(())
     }
 
+    /// Makes every commit so far durable (with `synchronous = "full"`): one `fdatasync` of
+    /// the write-ahead log, shared by all the commits since the last sync. Free when
+    /// nothing changed since. Called outside transactions only.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        let Some(wal) = &self.wal else { return Ok(()) };
+        let changes = self.conn.total_changes();
+        if changes == self.synced_changes.get() {
+            return Ok(());
+        }
+        match std::fs::File::open(wal) {
+            Ok(file) => file.sync_data().map_err(|e| sync_error(wal, &e))?,
+            // No log: everything was checkpointed into the database, which is synced then.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(sync_error(wal, &e)),
+        }
+        self.synced_changes.set(changes);
+        Ok(())
+    }
+
     /// Undoes the open transaction, if there is one.
     pub fn rollback(&self) {
         let _ = self.conn.execute_batch("ROLLBACK");
@@ -283,6 +327,13 @@ impl Store {
         self.conn.exec("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [ms(done_before)])?;
         Ok(pruned)
     }
+}
+
+fn sync_error(path: &Path, e: &std::io::Error) -> StoreError {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        return StoreError::Full;
+    }
+    StoreError::Sync { path: path.display().to_string(), why: e.to_string() }
 }
 
 /// Milliseconds as SQLite stores them.

@@ -172,8 +172,10 @@ fn a_line_over_the_limit_is_refused_and_the_connection_closed() {
     assert_eq!(answer["error"]["code"], "proto.too_large", "{answer}");
 }
 
-/// Delivered and refused text is gone from every database file once it is erased: from
-/// free pages (secure deletion) and from the write-ahead log (truncated).
+/// Delivered and refused text is gone from every database file once it is erased and the
+/// next snapshot is taken (a refusal takes one at once; otherwise within 30 seconds, when the
+/// journal entries that carried the same text go): from free pages (secure deletion) and
+/// from the write-ahead log (truncated).
 #[test]
 fn erased_text_does_not_linger_in_the_database_files() {
     let w = World::new();

@@ -188,10 +188,15 @@ impl Engine {
         self.dashboard.as_ref().is_some_and(|d| d.feed.watched() && d.feed.show_text())
     }
 
-    /// After a commit: publish what it decided.
+    /// After a commit: what it decided, published once the commit is durable.
     pub(super) fn feed_committed(&mut self) {
+        self.held.feed.append(&mut self.feed_pending);
+    }
+
+    /// Publishes what durable commits decided.
+    pub(super) fn feed_release(&self, decisions: Vec<DecisionView>) {
         let Some(dashboard) = &self.dashboard else { return };
-        for d in self.feed_pending.drain(..) {
+        for d in decisions {
             dashboard.feed.publish(News::Decision(Arc::new(d)));
         }
     }

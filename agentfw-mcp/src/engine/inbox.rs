@@ -53,7 +53,9 @@ impl Engine {
                 (None, false) => e.db.erase_batches_but(&me, &batch)?,
                 (None, true) => false,
             };
-            e.erased |= erased;
+            // Its text leaves the write-ahead log with the next snapshot, as the journal
+            // entry that delivered it does (see the parent module's docs).
+            e.unpurged |= erased;
             e.sync_trust(now)?;
             let mut result = InboxResult { batch: batch.clone(), ..InboxResult::default() };
             for pending in e.db.due(now, &me, BATCH)? {

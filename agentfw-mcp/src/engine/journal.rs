@@ -12,6 +12,9 @@ use rand_core::{Rng, SeedableRng};
 
 use super::{Engine, EngineError};
 use crate::clock;
+use crate::dashboard::feed::DecisionView;
+use crate::proto::ErrorBody;
+use crate::relay_link::ToLink;
 use crate::store::StoreError;
 
 /// Snapshot after this many journalled inputs…
@@ -19,7 +22,33 @@ pub(super) const SNAPSHOT_EVERY: u64 = 500;
 /// …or this long after the last one, if anything was journalled.
 pub(super) const SNAPSHOT_AFTER_MS: u64 = 30_000;
 
+/// What committed transactions let out of the process (to the relay, to the dashboard),
+/// held until [`Engine::sync`] made them durable: a relay told "stored" drops its copy, and
+/// a relay handed an outbox row delivers it, so neither may see a commit a crash could undo.
+#[derive(Debug, Default)]
+pub(super) struct Held {
+    pub(super) link: Vec<ToLink>,
+    pub(super) feed: Vec<DecisionView>,
+}
+
 impl Engine {
+    /// Makes every commit so far durable, then lets out what they decided (group commit:
+    /// the daemon's loop calls it once for all the requests that were waiting, and answers
+    /// them after it). If the disk refuses, nothing held is let out, the daemon stops (what
+    /// reached the disk is all the next one can trust) and the error is every answer.
+    pub fn sync(&mut self) -> Result<(), ErrorBody> {
+        if let Err(e) = self.db.sync() {
+            eprintln!("agentfw daemon: {e}");
+            self.held = Held::default();
+            self.stop = true;
+            return Err(EngineError::from(e).body());
+        }
+        let held = std::mem::take(&mut self.held);
+        self.relay_release(held.link);
+        self.feed_release(held.feed);
+        Ok(())
+    }
+
     /// Restore the firewall from the snapshot and replay the journal.
     pub(super) fn rebuild(&mut self) -> Result<(), StoreError> {
         let (snapshot, journal) = self.db.load_state()?;
@@ -71,12 +100,15 @@ impl Engine {
                 eprintln!("agentfw daemon: cannot rebuild the firewall state from the database: {e}");
             }
         } else {
-            if std::mem::take(&mut self.erased)
-                && let Err(e) = self.db.purge()
-            {
-                eprintln!(
-                    "agentfw daemon: erased text may linger in the write-ahead log until the next checkpoint: {e}"
-                );
+            if std::mem::take(&mut self.erased) {
+                // The truncation covers every erasure so far; one that fails is tried again
+                // with the next snapshot.
+                self.unpurged = self.db.purge().is_err_and(|e| {
+                    eprintln!(
+                        "agentfw daemon: erased text may linger in the write-ahead log until the next snapshot: {e}"
+                    );
+                    true
+                });
             }
             self.relay_committed();
             self.feed_committed();
@@ -169,7 +201,7 @@ impl Engine {
     }
 
     pub(super) fn snapshot_in_tx(&mut self, now: Timestamp) -> Result<(), EngineError> {
-        self.erased |= self.db.write_snapshot(now, &self.fw.snapshot())?;
+        self.erased |= self.db.write_snapshot(now, &self.fw.snapshot())? || self.unpurged;
         self.journal_rows = 0;
         self.last_snapshot = now;
         Ok(())

@@ -186,9 +186,11 @@ impl Engine {
         }
     }
 
-    fn link_send(&self, message: ToLink) {
-        if let Some(relay) = &self.relay {
-            relay.link.send(message);
+    /// `message` to the link once the commits before it are durable (an acknowledgement
+    /// lets the relay drop its copy).
+    fn link_send(&mut self, message: ToLink) {
+        if self.relay.is_some() {
+            self.held.link.push(message);
         }
     }
 
@@ -308,7 +310,9 @@ impl Engine {
 
     /// An agent's components, for the relay's copy of the inventory (AD5, AD8).
     pub(super) fn relay_components(&self, agent: &Agent, components: &[ComponentId]) {
-        self.link_send(ToLink::Components { agent: agent.clone(), components: components.to_vec() });
+        if let Some(relay) = &self.relay {
+            relay.link.send(ToLink::Components { agent: agent.clone(), components: components.to_vec() });
+        }
     }
 
     /// Keeps a firewall event for the relay (inside a transaction).
@@ -318,14 +322,24 @@ impl Engine {
         }
     }
 
-    /// After a commit: submit the new outbox rows and report the events.
+    /// After a commit: the new outbox rows to submit and the events to report, once the
+    /// commit is durable.
     pub(super) fn relay_committed(&mut self) {
         let Some(relay) = self.relay.as_mut() else { return };
         if !relay.outbound.is_empty() {
-            relay.link.send(ToLink::Submit(std::mem::take(&mut relay.outbound)));
+            self.held.link.push(ToLink::Submit(std::mem::take(&mut relay.outbound)));
         }
         if !relay.events.is_empty() {
-            relay.link.send(ToLink::Report(std::mem::take(&mut relay.events)));
+            self.held.link.push(ToLink::Report(std::mem::take(&mut relay.events)));
+        }
+    }
+
+    /// Sends what durable commits let out to the link.
+    pub(super) fn relay_release(&mut self, messages: Vec<ToLink>) {
+        if let Some(relay) = &self.relay {
+            for message in messages {
+                relay.link.send(message);
+            }
         }
     }
 

@@ -25,7 +25,7 @@ impl Engine {
         self.run_wakes(now);
         self.relay_announce(now);
         let snapshot_due = self.journal_rows >= SNAPSHOT_EVERY
-            || (self.journal_rows > 0
+            || ((self.journal_rows > 0 || self.unpurged)
                 && now.as_millis().saturating_sub(self.last_snapshot.as_millis()) >= SNAPSHOT_AFTER_MS);
         if snapshot_due && let Err(e) = self.tx(now, |e| e.snapshot_in_tx(now)) {
             eprintln!("agentfw daemon: cannot write a snapshot: {}", e.body());
@@ -86,7 +86,7 @@ impl Engine {
 
     /// Final snapshot before stopping.
     pub fn shutdown(&mut self, now: Timestamp) {
-        if self.journal_rows > 0
+        if (self.journal_rows > 0 || self.unpurged)
             && let Err(e) = self.tx(now, |e| e.snapshot_in_tx(now))
         {
             eprintln!("agentfw daemon: cannot write the final snapshot: {}", e.body());
@@ -94,5 +94,6 @@ impl Engine {
         for (id, s) in &self.sessions {
             let _ = self.db.touch_session(id, s.last_seen);
         }
+        let _ = self.sync();
     }
 }
