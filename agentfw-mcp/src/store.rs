@@ -206,6 +206,7 @@ impl Cached for Connection {
     }
 }
 
+#[allow(clippy::disallowed_types)] // the adapter owns files: the log's directory is synced
 /// Open (creating if needed) the database at `path`: owner-only, WAL, secure deletion, the
 /// schema in place.
 pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
@@ -286,6 +287,7 @@ impl Store {
     /// Makes every commit so far durable (with `synchronous = "full"`): one `fdatasync` of
     /// the write-ahead log, shared by all the commits since the last sync. Free when
     /// nothing changed since. Called outside transactions only.
+    #[allow(clippy::disallowed_types)] // the adapter owns files
     pub fn sync(&self) -> Result<(), StoreError> {
         let Some(wal) = &self.wal else { return Ok(()) };
         let changes = self.conn.total_changes();
