@@ -19,7 +19,7 @@
 //!
 //! [`Firewall::route`]: crate::firewall::Firewall::route
 
-use crate::admission::{Admission, GateVerdict};
+use crate::admission::{Admission, GateVerdict, Mode};
 use crate::containment::Containment;
 use crate::firewall::{Disconnection, Reason};
 use crate::message::{Agent, AgentId};
@@ -162,8 +162,13 @@ pub(crate) fn check(facts: &Facts<'_>, now: Timestamp, at: Checkpoint, from: &Ag
             return route;
         }
     };
+    // Off admits everyone: skip building each side's chain and sentences on every message.
+    let admission_sides = match facts.admission.mode() {
+        Mode::Off => 0,
+        Mode::Report | Mode::Enforce => at.admission_sides(),
+    };
     let refresh_wait = facts.admission.config().refresh_wait;
-    for side in sides.iter().take(at.admission_sides()) {
+    for side in sides.iter().take(admission_sides) {
         let agent = side.agent;
         let chain =
             core::iter::once((agent.clone(), side.subject("your agent is"))).chain(agent.enclosing().map(|outer| {
