@@ -373,6 +373,15 @@ fn tag() -> String {
     format!("{}", NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
+/// One message from `from` to `to`, timed until `reader` sees it in its inbox.
+fn send_to_inbox(from: &mut Session, reader: &mut Session, to: &str) -> Duration {
+    let t = tag();
+    let start = Instant::now();
+    from.send(to, &t);
+    reader.read_until(&t);
+    start.elapsed()
+}
+
 /// `senders` send to `to` at once, `each` messages apiece; one chunk of all the sends.
 fn concurrent(senders: &mut [Session], to: &str, each: usize) -> Chunk {
     let start = Instant::now();
@@ -474,15 +483,7 @@ fn one_machine(b: &mut Bench) {
             }
             Chunk { each, wall: start.elapsed() - untimed }
         });
-        b.measure("daemon/send_to_inbox", SAMPLES, |n| {
-            Chunk::timed(n, || {
-                let t = tag();
-                let start = Instant::now();
-                web.send(to, &t);
-                api.read_until(&t);
-                start.elapsed()
-            })
-        });
+        b.measure("daemon/send_to_inbox", SAMPLES, |n| Chunk::timed(n, || send_to_inbox(&mut web, &mut api, to)));
         for c in [1, 2, 4, 8] {
             b.measure(&format!("daemon/concurrent/{c}"), c * CONCURRENT_EACH, |_| {
                 concurrent(&mut senders[..c], to, CONCURRENT_EACH)
@@ -543,13 +544,7 @@ fn across_machines(b: &mut Bench) {
             Chunk { each, wall: start.elapsed() - paused }
         });
         b.measure("relay/send_to_inbox/back_to_back", SAMPLES / 2, |n| {
-            Chunk::timed(n, || {
-                let t = tag();
-                let start = Instant::now();
-                web.send(to, &t);
-                api.read_until(&t);
-                start.elapsed()
-            })
+            Chunk::timed(n, || send_to_inbox(&mut web, &mut api, to))
         });
         b.measure("relay/concurrent/8", 8 * CONCURRENT_EACH, |_| concurrent(&mut senders, to, CONCURRENT_EACH));
         api.drain();
