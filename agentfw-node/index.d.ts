@@ -54,6 +54,16 @@ export declare class Firewall {
   /** A person spoke in this agent's session: its turn fuse resets (LM2). */
   humanTurn(agent: string, now?: number | undefined | null): void
   /**
+   * Apply this trust file's text from now on (TR1, DL4): a blocked sender, or an unlisted
+   * one when unknown teammates are rejected, is refused on send and on delivery. `null`
+   * unsets it. `name` names the file in errors (default `trust.yaml`). A file with errors
+   * is an error (`trust.invalid`, every diagnostic in its message) and the trust file in
+   * force stays, so a typo never lifts a block.
+   */
+  setTrust(text: string | null, name?: string | undefined | null, now?: number | undefined | null): void
+  /** Apply the trust file at `path` from now on (see `setTrust`). */
+  setTrustFile(path: string, now?: number | undefined | null): void
+  /**
    * An admin action in the core's JSON form, e.g.
    * `{action: 'lift_quarantine', agent: 'codex:api'}`.
    */

@@ -6,6 +6,7 @@ use agentfw_core::handoff::HandoffError;
 use agentfw_core::message::IdError;
 use agentfw_core::policy::PolicyError;
 use agentfw_core::seal::{KeyError, OpenError, SealError};
+use agentfw_core::trust::TrustError;
 
 use crate::load::ReadError;
 
@@ -29,6 +30,9 @@ pub enum Failure {
     Id(#[from] IdError),
     #[error(transparent)]
     Message(#[from] MessageError),
+    /// A trust file with errors (its diagnostics are in the message).
+    #[error(transparent)]
+    Trust(#[from] TrustError),
     /// A rule file or folder that could not be read.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -60,6 +64,7 @@ impl Failure {
             Failure::Admission(e) => e.code(),
             Failure::Id(e) => e.code(),
             Failure::Message(e) => e.code(),
+            Failure::Trust(e) => e.code(),
             Failure::Read(_) => "io.read",
             Failure::Input(_) => "input.invalid",
             Failure::Snapshot(_) => "snapshot.invalid",

@@ -19,5 +19,6 @@ pub mod load;
 pub mod names;
 pub mod output;
 pub mod rules;
+pub mod trust;
 
 pub use error::{Failure, catch};

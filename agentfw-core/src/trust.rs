@@ -318,6 +318,17 @@ fn count(n: usize) -> String {
 }
 
 impl TrustError {
+    /// A stable code for tools and tests: `trust.invalid` (the file has errors; the same
+    /// code the route check gives a message held or refused for it), `trust.invalid_name`
+    /// or `trust.uneditable`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            TrustError::Invalid(_) => crate::route::TRUST_UNREADABLE,
+            TrustError::InvalidName(_) => "trust.invalid_name",
+            TrustError::Uneditable { .. } => "trust.uneditable",
+        }
+    }
+
     /// The diagnostics of an invalid file; empty for other errors.
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match self {

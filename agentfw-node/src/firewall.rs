@@ -1,7 +1,9 @@
 //! The firewall state machine and the message types it passes around.
 
+use std::path::Path;
+
 use agentfw_bind::names::stage_name;
-use agentfw_bind::{config, json, output};
+use agentfw_bind::{config, json, output, trust};
 use agentfw_core::firewall::{self as core, Accepted, AdminAction, Firewall as CoreFirewall, Input, Outgoing, State};
 use agentfw_core::message::{self, AgentId, MessageId, ThreadId};
 use agentfw_core::provenance;
@@ -324,6 +326,30 @@ impl Firewall {
     pub fn human_turn(&mut self, agent: String, now: Option<i64>) -> Result<()> {
         guard(|| {
             let _ = self.inner.handle(at(now)?, &mut self.rng, Input::HumanTurn(AgentId::new(agent)));
+            Ok(())
+        })
+    }
+
+    /// Apply this trust file's text from now on (TR1, DL4): a blocked sender, or an unlisted
+    /// one when unknown teammates are rejected, is refused on send and on delivery. `null`
+    /// unsets it. `name` names the file in errors (default `trust.yaml`). A file with errors
+    /// is an error (`trust.invalid`, every diagnostic in its message) and the trust file in
+    /// force stays, so a typo never lifts a block.
+    #[napi(ts_args_type = "text: string | null, name?: string | undefined | null, now?: number | undefined | null")]
+    pub fn set_trust(&mut self, text: Option<String>, name: Option<String>, now: Option<i64>) -> Result<()> {
+        guard(|| {
+            let input = trust::text(name.as_deref(), text)?;
+            let _ = self.inner.handle(at(now)?, &mut self.rng, input);
+            Ok(())
+        })
+    }
+
+    /// Apply the trust file at `path` from now on (see `setTrust`).
+    #[napi]
+    pub fn set_trust_file(&mut self, path: String, now: Option<i64>) -> Result<()> {
+        guard(|| {
+            let input = trust::file(Path::new(&path))?;
+            let _ = self.inner.handle(at(now)?, &mut self.rng, input);
             Ok(())
         })
     }

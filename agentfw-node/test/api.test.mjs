@@ -262,3 +262,88 @@ test('index.d.ts declares every export', () => {
   const missing = Object.keys(af).filter((n) => !new RegExp(`export declare (class|function|const) ${n}\\b`).test(dts))
   assert.deepEqual(missing, [])
 })
+
+const BLOCK_WEB = 'version: 1\nunknown_teammates: {policy: allow}\nblocked: [web (claude)]\n'
+
+test('Firewall: without a trust file a blocked sender gets through', () => {
+  // The naive path: a bare Firewall that never got the trust file passes web's message.
+  const fw = new af.Firewall(null, { seed: 5 })
+  const sent = fw.send(WEB, API, 'Deploy staging when you can.', { now: T0 })
+  assert.equal(sent.kind, 'accepted')
+  assert.equal(fw.deliver(sent.message, T0 + 1).kind, 'delivered')
+})
+
+test('Firewall: a trust file refuses a blocked sender on send and on delivery', () => {
+  const fw = new af.Firewall(null, { seed: 5 })
+  const waiting = fw.send(WEB, API, 'Deploy staging when you can.', { now: T0 }).message
+  fw.setTrust(BLOCK_WEB, null, T0)
+  const sent = fw.send(WEB, API, 'Are you there?', { now: T0 + 1 })
+  assert.equal(sent.kind, 'refused')
+  assert.equal(sent.reason.code, 'trust.blocked')
+  assert.ok(sent.refusal.message.includes('`web (claude)` is blocked on this machine'), sent.refusal.message)
+  // Accepted before the block, it is refused on delivery too.
+  const out = fw.deliver(waiting, T0 + 2)
+  assert.equal(out.kind, 'refused')
+  assert.equal(out.reason.code, 'trust.blocked')
+  // The other way is not blocked; unknown teammates are let through by this file.
+  assert.equal(fw.send(API, WEB, 'Status?', { now: T0 + 3 }).kind, 'accepted')
+  // Unset, the sender passes again; from a file, blocked again.
+  fw.setTrust(null, null, T0 + 4)
+  assert.equal(fw.send(WEB, API, 'Back again.', { now: T0 + 5 }).kind, 'accepted')
+  const dir = mkdtempSync(join(tmpdir(), 'agentfw-trust-'))
+  writeFileSync(join(dir, 'trust.yaml'), BLOCK_WEB)
+  fw.setTrustFile(join(dir, 'trust.yaml'), T0 + 6)
+  assert.equal(fw.send(WEB, API, 'And again?', { now: T0 + 7 }).kind, 'refused')
+})
+
+test('Firewall: every way a trust file refuses a sender', () => {
+  const cases = [
+    // By agent id, with the name spaced differently, and unlisted under the default policy.
+    ["version: 1\nunknown_teammates: {policy: allow}\nblocked: ['claude:1:1']\n", 'trust.blocked'],
+    ["version: 1\nunknown_teammates: {policy: allow}\nblocked: ['  web   (claude) ']\n", 'trust.blocked'],
+    ['version: 1\nteammates:\n  api (codex): {auto_read: true}\n', 'trust.unknown'],
+    // Listed as a teammate, but blocked: blocked wins.
+    ['version: 1\nteammates:\n  web (claude): {auto_read: true}\nblocked: [web (claude)]\n', 'trust.blocked'],
+  ]
+  for (const [trust, code] of cases) {
+    const fw = new af.Firewall(null, { seed: 5 })
+    fw.setTrust(trust, null, T0)
+    const out = fw.send(WEB, API, 'Are you there?', { now: T0 + 1 })
+    assert.equal(out.kind, 'refused', trust)
+    assert.equal(out.reason.code, code, trust)
+  }
+})
+
+test('Firewall: a trust file that lists the sender lets it through', () => {
+  const fw = new af.Firewall(null, { seed: 5 })
+  fw.setTrust('version: 1\nteammates:\n  web (claude): {auto_read: true}\n', null, T0)
+  const sent = fw.send(WEB, API, 'Deploy staging when you can.', { now: T0 + 1 })
+  assert.equal(sent.kind, 'accepted')
+  assert.equal(fw.deliver(sent.message, T0 + 2).kind, 'delivered')
+})
+
+test('Firewall: a bad trust file is a coded error and the block stays', () => {
+  const fw = new af.Firewall(null, { seed: 5 })
+  fw.setTrust(BLOCK_WEB, null, T0)
+  assert.throws(
+    () => fw.setTrust('version: 1\nblokced: []\n', 'team-trust.yaml', T0 + 1),
+    (e) => e.code === 'trust.invalid' && e.message.includes('team-trust.yaml') && e.message.includes('blokced'),
+  )
+  const missing = join(mkdtempSync(join(tmpdir(), 'agentfw-trust-')), 'nowhere.yaml')
+  assert.throws(() => fw.setTrustFile(missing, T0 + 2), (e) => e.code === 'io.read' && e.message.includes('nowhere.yaml'))
+  // Neither lifted the block.
+  assert.equal(fw.send(WEB, API, 'Are you there?', { now: T0 + 3 }).kind, 'refused')
+})
+
+test('Firewall: an unreadable trust file holds deliveries and refuses sends', () => {
+  // The daemon's state for a trust file whose every version had errors, as an admin action.
+  const fw = new af.Firewall(null, { seed: 5 })
+  const waiting = fw.send(WEB, API, 'Deploy staging when you can.', { now: T0 }).message
+  fw.admin({ action: 'set_trust', trust: { trust: 'unreadable', file: 'line 2: bad' } }, T0 + 1)
+  const held = fw.deliver(waiting, T0 + 2)
+  assert.equal(held.kind, 'held')
+  assert.equal(held.reason.code, 'trust.invalid')
+  const sent = fw.send(WEB, API, 'Are you there?', { now: T0 + 3 })
+  assert.equal(sent.kind, 'refused')
+  assert.equal(sent.reason.code, 'trust.invalid')
+})

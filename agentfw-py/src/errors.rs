@@ -20,7 +20,7 @@ fn class(failure: &Failure) -> &'static str {
         Failure::Handoff(_) => "HandoffError",
         Failure::Admission(_) => "AdmissionError",
         Failure::Id(_) | Failure::Message(_) => "MessageError",
-        Failure::Input(_) => "InputError",
+        Failure::Input(_) | Failure::Trust(_) => "InputError",
         Failure::Snapshot(_) => "SnapshotError",
         Failure::Read(_) => "FileError",
         Failure::Serialize(_) | Failure::Panic(_) => "InternalError",

@@ -1,9 +1,11 @@
 //! `agentfw.firewall`: the state machine (send, deliver, human turn, admin, timeouts,
 //! events, snapshots) and the message types it passes around.
 
+use std::path::PathBuf;
+
 use agentfw_bind::host::{at, rng};
 use agentfw_bind::names::stage_name;
-use agentfw_bind::{config, json, output};
+use agentfw_bind::{config, json, output, trust};
 use agentfw_core::firewall::{
     self as core, Accepted, AdminAction, Firewall as CoreFirewall, Input, Outgoing, Output as CoreOutput, State,
 };
@@ -331,6 +333,36 @@ impl Firewall {
     fn human_turn(&mut self, py: Python<'_>, agent: &str, now: Option<u64>) -> PyResult<()> {
         guard(py, || {
             let _ = self.inner.handle(at(now), &mut self.rng, Input::HumanTurn(AgentId::new(agent)));
+            Ok(())
+        })
+    }
+
+    /// Apply this trust file's text from now on (TR1, DL4): a blocked sender, or an unlisted
+    /// one when unknown teammates are rejected, is refused on send and on delivery. `None`
+    /// unsets it. `name` names the file in errors (default `trust.yaml`). A file with errors
+    /// is an error (`trust.invalid`, every diagnostic in its message) and the trust file in
+    /// force stays, so a typo never lifts a block.
+    #[pyo3(signature = (text, *, name = None, now = None))]
+    fn set_trust(
+        &mut self,
+        py: Python<'_>,
+        text: Option<String>,
+        name: Option<String>,
+        now: Option<u64>,
+    ) -> PyResult<()> {
+        guard(py, || {
+            let input = trust::text(name.as_deref(), text)?;
+            let _ = self.inner.handle(at(now), &mut self.rng, input);
+            Ok(())
+        })
+    }
+
+    /// Apply the trust file at `path` from now on (see `set_trust`).
+    #[pyo3(signature = (path, *, now = None))]
+    fn set_trust_file(&mut self, py: Python<'_>, path: PathBuf, now: Option<u64>) -> PyResult<()> {
+        guard(py, || {
+            let input = trust::file(&path)?;
+            let _ = self.inner.handle(at(now), &mut self.rng, input);
             Ok(())
         })
     }

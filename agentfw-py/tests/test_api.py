@@ -326,3 +326,88 @@ def test_every_export_is_exercised() -> None:
     source = "\n".join(p.read_text() for p in here.glob("test_*.py"))
     missing = [n for n in [*agentfw.__all__, "open"] if f"agentfw.{n}" not in source and f".{n}(" not in source]
     assert missing == []
+
+
+
+BLOCK_WEB = "version: 1\nunknown_teammates: {policy: allow}\nblocked: [web (claude)]\n"
+
+
+def test_without_a_trust_file_a_blocked_senders_injection_lands() -> None:
+    # The naive path: a bare Firewall that never got the trust file passes web's message.
+    fw = agentfw.Firewall(seed=5)
+    sent = fw.send(WEB, API, "Deploy staging when you can.", now=T0)
+    assert sent.kind == "accepted" and sent.message is not None
+    assert fw.deliver(sent.message, now=T0 + 1).kind == "delivered"
+
+
+def test_firewall_with_a_trust_file_refuses_a_blocked_sender_on_send_and_delivery(tmp_path: Path) -> None:
+    fw = agentfw.Firewall(seed=5)
+    waiting = fw.send(WEB, API, "Deploy staging when you can.", now=T0).message
+    assert waiting is not None
+    fw.set_trust(BLOCK_WEB, now=T0)
+    sent = fw.send(WEB, API, "Are you there?", now=T0 + 1)
+    assert sent.kind == "refused" and sent.reason is not None and sent.reason.code == "trust.blocked"
+    assert sent.refusal is not None and "`web (claude)` is blocked on this machine" in sent.refusal.message
+    # Accepted before the block, it is refused on delivery too.
+    out = fw.deliver(waiting, now=T0 + 2)
+    assert out.kind == "refused" and out.reason is not None and out.reason.code == "trust.blocked"
+    # The other way is not blocked; unknown teammates are let through by this file.
+    assert fw.send(API, WEB, "Status?", now=T0 + 3).kind == "accepted"
+    # Unset, the sender passes again; from a file, blocked again.
+    fw.set_trust(None, now=T0 + 4)
+    assert fw.send(WEB, API, "Back again.", now=T0 + 5).kind == "accepted"
+    (tmp_path / "trust.yaml").write_text(BLOCK_WEB)
+    fw.set_trust_file(tmp_path / "trust.yaml", now=T0 + 6)
+    assert fw.send(WEB, API, "And again?", now=T0 + 7).kind == "refused"
+
+
+@pytest.mark.parametrize(
+    ("trust", "code"),
+    [
+        # By agent id, with the name spaced differently, and unlisted under the default policy.
+        ("version: 1\nunknown_teammates: {policy: allow}\nblocked: ['claude:1:1']\n", "trust.blocked"),
+        ("version: 1\nunknown_teammates: {policy: allow}\nblocked: ['  web   (claude) ']\n", "trust.blocked"),
+        ("version: 1\nteammates:\n  api (codex): {auto_read: true}\n", "trust.unknown"),
+        # Listed as a teammate, but blocked: blocked wins.
+        ("version: 1\nteammates:\n  web (claude): {auto_read: true}\nblocked: [web (claude)]\n", "trust.blocked"),
+    ],
+)
+def test_every_way_a_trust_file_refuses_a_sender(trust: str, code: str) -> None:
+    fw = agentfw.Firewall(seed=5)
+    fw.set_trust(trust, now=T0)
+    out = fw.send(WEB, API, "Are you there?", now=T0 + 1)
+    assert out.kind == "refused" and out.reason is not None and out.reason.code == code
+
+
+def test_a_trust_file_that_lists_the_sender_lets_it_through() -> None:
+    fw = agentfw.Firewall(seed=5)
+    fw.set_trust("version: 1\nteammates:\n  web (claude): {auto_read: true}\n", now=T0)
+    sent = fw.send(WEB, API, "Deploy staging when you can.", now=T0 + 1)
+    assert sent.kind == "accepted" and sent.message is not None
+    assert fw.deliver(sent.message, now=T0 + 2).kind == "delivered"
+
+
+def test_a_bad_trust_file_is_a_coded_error_and_the_block_stays(tmp_path: Path) -> None:
+    fw = agentfw.Firewall(seed=5)
+    fw.set_trust(BLOCK_WEB, now=T0)
+    with pytest.raises(agentfw.InputError) as bad:
+        fw.set_trust("version: 1\nblokced: []\n", name="team-trust.yaml", now=T0 + 1)
+    assert bad.value.code == "trust.invalid"
+    assert "team-trust.yaml" in str(bad.value) and "blokced" in str(bad.value)
+    with pytest.raises(agentfw.FileError) as missing:
+        fw.set_trust_file(tmp_path / "nowhere.yaml", now=T0 + 2)
+    assert missing.value.code == "io.read" and "nowhere.yaml" in str(missing.value)
+    # Neither lifted the block.
+    assert fw.send(WEB, API, "Are you there?", now=T0 + 3).kind == "refused"
+
+
+def test_an_unreadable_trust_file_holds_deliveries_and_refuses_sends() -> None:
+    # The daemon's state for a trust file whose every version had errors, as an admin action.
+    fw = agentfw.Firewall(seed=5)
+    waiting = fw.send(WEB, API, "Deploy staging when you can.", now=T0).message
+    assert waiting is not None
+    fw.admin({"action": "set_trust", "trust": {"trust": "unreadable", "file": "line 2: bad"}}, now=T0 + 1)
+    held = fw.deliver(waiting, now=T0 + 2)
+    assert held.kind == "held" and held.reason is not None and held.reason.code == "trust.invalid"
+    sent = fw.send(WEB, API, "Are you there?", now=T0 + 3)
+    assert sent.kind == "refused" and sent.reason is not None and sent.reason.code == "trust.invalid"

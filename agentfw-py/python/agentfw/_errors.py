@@ -19,7 +19,8 @@ class AgentfwError(Exception):
 
 
 class InputError(AgentfwError, ValueError):
-    """An argument could not be turned into what the core takes (``input.invalid``)."""
+    """An argument could not be turned into what the core takes (``input.invalid``), or a
+    trust file has errors (``trust.invalid``)."""
 
 
 class PolicyError(AgentfwError, ValueError):
