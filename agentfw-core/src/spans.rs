@@ -31,6 +31,8 @@ pub const WINDOW: usize = 8;
 /// Any copied stretch of at least this many non-space characters (about six words of
 /// prose, 35–40 characters with its spaces) is always found.
 pub const MIN_SPAN: usize = K + WINDOW - 1;
+/// How many recent characters [`winnow`] holds: a power of two of at least `K + 1`.
+const RING: usize = (K + 1).next_power_of_two();
 
 /// A kept hash and where its run lies in the text, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -67,53 +69,79 @@ fn mix(mut z: u64) -> u64 {
 /// fewer than [`WINDOW`] runs keeps its smallest; one shorter than [`K`] non-space
 /// characters has none.
 pub fn winnow(text: &str) -> Vec<Mark> {
-    let mut marks = Vec::new();
-    // The last K non-space characters (code + 1, byte offset) and the last WINDOW runs.
-    let mut chars = [(0u64, 0u32); K];
-    let mut window = [Mark::default(); WINDOW];
+    // About two marks per WINDOW + 1 characters.
+    let mut marks = Vec::with_capacity(text.len() / (WINDOW / 2) + 1);
+    // The last RING non-space characters (code + 1, byte offset), so that the one K back
+    // and the first of the current run are both still there, and the last WINDOW runs.
+    // Both sizes are powers of two: a slot is found with a mask, never out of bounds.
+    let mut chars = Ring::<(u64, u32), RING>::default();
+    let mut window = Ring::<Mark, WINDOW>::default();
     let (mut seen, mut runs, mut h) = (0usize, 0usize, 0u64);
-    let mut min: Option<usize> = None;
+    // The run whose hash is the window's smallest (rightmost on ties), and the last kept.
+    let mut min = 0usize;
     let mut kept: Option<usize> = None;
-    let hash_at = |window: &[Mark; WINDOW], run: usize| window.get(run % WINDOW).map_or(u64::MAX, |m| m.hash);
     for (at, c) in text.char_indices() {
         if c.is_whitespace() {
             continue;
         }
         let code = u64::from(c) + 1;
-        let slot = chars.get_mut(seen % K);
-        let old = slot.as_ref().map_or(0, |s| s.0);
+        // The character K back leaves the run (none while fewer than K have been seen).
+        let old = if seen >= K { chars.get(seen - K).0 } else { 0 };
         h = h.wrapping_mul(BASE).wrapping_add(code).wrapping_sub(old.wrapping_mul(BASE_K));
-        if let Some(s) = slot {
-            *s = (code, u32::try_from(at).unwrap_or(u32::MAX));
-        }
+        chars.set(seen, (code, u32::try_from(at).unwrap_or(u32::MAX)));
         seen += 1;
         if seen < K {
             continue;
         }
-        let start = chars.get(seen % K).map_or(0, |s| s.1);
+        let start = chars.get(seen - K).1;
         let end = u32::try_from(at + c.len_utf8()).unwrap_or(u32::MAX);
         let run = runs;
         runs += 1;
-        if let Some(w) = window.get_mut(run % WINDOW) {
-            *w = Mark { hash: mix(h), start, end };
+        let mark = Mark { hash: mix(h), start, end };
+        window.set(run, mark);
+        if min + WINDOW <= run {
+            // The smallest left the window: find the new one, rightmost on ties.
+            let first = run + 1 - WINDOW;
+            min =
+                (first..=run).fold(first, |best, j| if window.get(j).hash <= window.get(best).hash { j } else { best });
+        } else if mark.hash <= window.get(min).hash {
+            min = run;
         }
-        // The rightmost smallest hash of the window ending at this run.
-        min = match min {
-            Some(m) if m + WINDOW > run => Some(if hash_at(&window, run) <= hash_at(&window, m) { run } else { m }),
-            _ => {
-                let first = (run + 1).saturating_sub(WINDOW);
-                (first..=run).reduce(|best, j| if hash_at(&window, j) <= hash_at(&window, best) { j } else { best })
-            }
-        };
-        if run + 1 >= WINDOW && kept != min {
-            marks.extend(min.and_then(|m| window.get(m % WINDOW)).copied());
-            kept = min;
+        if run + 1 >= WINDOW && kept != Some(min) {
+            marks.push(window.get(min));
+            kept = Some(min);
         }
     }
-    if runs < WINDOW {
-        marks.extend(min.and_then(|m| window.get(m % WINDOW)).copied());
+    if (1..WINDOW).contains(&runs) {
+        marks.push(window.get(min));
     }
     marks
+}
+
+/// The last `N` values written, by position; `N` is a power of two.
+struct Ring<T, const N: usize>([T; N]);
+
+impl<T: core::marker::Copy + Default, const N: usize> Default for Ring<T, N> {
+    fn default() -> Self {
+        Self([T::default(); N])
+    }
+}
+
+impl<T: core::marker::Copy + Default, const N: usize> Ring<T, N> {
+    const MASK: usize = {
+        assert!(N.is_power_of_two());
+        N - 1
+    };
+
+    fn get(&self, i: usize) -> T {
+        self.0.get(i & Self::MASK).copied().unwrap_or_default()
+    }
+
+    fn set(&mut self, i: usize, value: T) {
+        if let Some(slot) = self.0.get_mut(i & Self::MASK) {
+            *slot = value;
+        }
+    }
 }
 
 /// What one text copies from one remembered text.
@@ -472,6 +500,46 @@ mod tests {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// Winnowing as the paper states it: hash every run of K non-space characters, keep
+    /// the rightmost smallest hash of every WINDOW consecutive runs, each run once.
+    fn winnow_by_definition(text: &str) -> Vec<Mark> {
+        let chars: Vec<(usize, char)> = text.char_indices().filter(|(_, c)| !c.is_whitespace()).collect();
+        let runs: Vec<Mark> = chars
+            .windows(K)
+            .map(|run| {
+                let h = run.iter().fold(0u64, |h, &(_, c)| h.wrapping_mul(BASE).wrapping_add(u64::from(c) + 1));
+                let (first, (last_at, last)) = (run[0].0, run[K - 1]);
+                Mark { hash: mix(h), start: first as u32, end: (last_at + last.len_utf8()) as u32 }
+            })
+            .collect();
+        let mut kept: Vec<usize> = Vec::new();
+        for w in 0..runs.len().saturating_sub(WINDOW - 1).max(usize::from(!runs.is_empty())) {
+            let end = (w + WINDOW).min(runs.len());
+            let min = (w..end).fold(w, |best, j| if runs[j].hash <= runs[best].hash { j } else { best });
+            if kept.last() != Some(&min) {
+                kept.push(min);
+            }
+        }
+        kept.into_iter().map(|i| runs[i]).collect()
+    }
+
+    #[test]
+    fn winnow_keeps_what_the_definition_keeps() {
+        let texts = [
+            INJECTION.to_owned(),
+            "x".repeat(K),
+            "x".repeat(K + 3),
+            "ab".repeat(200),
+            "é ü 漢字 🙂 ".repeat(30),
+            String::new(),
+            "short".to_owned(),
+        ];
+        let generated = (0..200).map(|seed| fold(&words(seed, 5 + (seed as usize % 60))));
+        for text in texts.into_iter().chain(generated) {
+            assert_eq!(winnow(&text), winnow_by_definition(&text), "{text:?}");
+        }
     }
 
     #[test]
