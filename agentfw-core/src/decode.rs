@@ -85,6 +85,9 @@ pub fn decoded_view(text: &str, decoded: &[Decoded]) -> Option<String> {
 /// The word `range` of `text`, percent-decoded, if it has enough escapes and decodes to text.
 fn url(text: &str, range: Range<usize>) -> Option<Decoded> {
     let word = text.as_bytes().get(range.clone())?;
+    if !word.contains(&b'%') {
+        return None;
+    }
     let escapes =
         word.windows(3).filter(|w| w.first() == Some(&b'%') && w.iter().skip(1).all(u8::is_ascii_hexdigit)).count();
     if escapes < MIN_URL_ESCAPES {
@@ -120,11 +123,16 @@ struct Scanner<'a> {
 impl Scanner<'_> {
     /// Decode what is in the word `start..end`; returns where the next word may start.
     fn word(&mut self, start: usize, end: usize) -> usize {
+        let bytes = self.text.as_bytes();
+        let word = bytes.get(start..end).unwrap_or_default();
+        // Most words of prose: too short for a run, and no escape of either kind.
+        if word.len() < MIN_BASE64.min(MIN_HEX) && !word.iter().any(|&b| b == b'%' || b == b'\\') {
+            return end;
+        }
         if let Some(d) = url(self.text, start..end) {
             self.found.push(d);
             return end;
         }
-        let bytes = self.text.as_bytes();
         let mut i = start;
         while i < end {
             if let Some((after, d)) = escaped_hex(bytes, i, end) {
