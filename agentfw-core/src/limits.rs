@@ -303,11 +303,11 @@ impl Limits {
             if state.sent.iter().filter(|(at, _, _)| at.as_millis() > rate_since).count() >= c.rate {
                 return refuse(Trip::Rate { limit: c.rate, window_secs: c.rate_window.as_secs() });
             }
-            let mut reached: Vec<&AgentKey> =
-                state.sent.iter().filter(|(at, _, _)| at.as_millis() > fan_since).map(|(_, a, _)| a).collect();
-            reached.sort();
-            reached.dedup();
-            if !reached.contains(&to) && reached.len() >= c.fan_out {
+            if fans_out(
+                state.sent.iter().filter(|(at, _, _)| at.as_millis() > fan_since).map(|(_, a, _)| a),
+                to,
+                c.fan_out,
+            ) {
                 return refuse(Trip::FanOut { limit: c.fan_out, window_secs: c.fan_out_window.as_secs() });
             }
             turn = turn.max(state.chain);
@@ -524,6 +524,22 @@ fn refuse(trip: Trip) -> Check {
 
 fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Would a message to `to` reach more than `limit` distinct agents, counting those in
+/// `reached`? Stops at the first sign of an answer and never holds more than `limit` names,
+/// however many messages the window holds.
+fn fans_out<'a>(reached: impl Iterator<Item = &'a AgentKey>, to: &AgentKey, limit: usize) -> bool {
+    let mut distinct: Vec<&AgentKey> = Vec::with_capacity(limit);
+    for agent in reached {
+        if agent == to {
+            return false;
+        }
+        if distinct.len() < limit && !distinct.contains(&agent) {
+            distinct.push(agent);
+        }
+    }
+    distinct.len() >= limit
 }
 
 fn trim(sent: &mut VecDeque<(Timestamp, AgentKey, u64)>, now: Timestamp, keep: u64) {
