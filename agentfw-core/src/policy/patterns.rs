@@ -1153,6 +1153,32 @@ mod tests {
         assert_eq!(lib.get("tokens").unwrap().patterns[0].units().len(), 1);
     }
 
+    /// A literal found at every byte (one letter repeated) keeps only as many places as
+    /// anchored searches pay for; past that the pattern is searched once from the first
+    /// place, and finds the same matches: the value at the end, a match that does not
+    /// count before it, or nothing.
+    #[test]
+    fn a_literal_found_everywhere_is_searched_once_from_its_first_place() {
+        use crate::policy::search::Where;
+        let (lib, diags) = library(
+            "patterns:\n  - id: run\n    description: d\n    regex: 'aa([0-9]{6})'\n    group: 1\n    min_entropy: 2.0\n",
+        );
+        assert!(diags.is_empty(), "{diags:?}");
+        let set = lib.get("tokens").unwrap();
+        let search = Search::new(&set.patterns.iter().collect::<Vec<_>>());
+        let run = "a".repeat(20_000);
+        let found = |text: &str| set.first_in(text, &search, &search.scan(text), 0);
+        assert!(matches!(search.scan(&run).place(0), Where::After(0)));
+        assert_eq!(found(&format!("{run}xaa314159 ")), Some(0));
+        assert_eq!(found(&format!("{run}111111 aa314159")), Some(0), "a value that counts after one that does not");
+        assert_eq!(found(&format!("{run}111111")), None, "a value that does not count");
+        assert_eq!(found(&run), None);
+        // A few places are searched one by one, as before.
+        let few = format!("{}aa1 aa314159", " ".repeat(1000));
+        assert!(matches!(search.scan(&few).place(0), Where::From(_)));
+        assert_eq!(found(&few), Some(0));
+    }
+
     /// Patterns without a literal are searched whole in every text, so each costs every
     /// message a pass: the default pack keeps them few (the ones left have only one-byte
     /// separators between classes, like Discord's `[MNO]…\.…\.…`). A pattern searched by

@@ -58,6 +58,9 @@ pub(crate) enum Where<'c> {
     Nowhere,
     /// Only where a match starts at one of these offsets, ascending.
     From(&'c [usize]),
+    /// Only where a match starts at this offset or later: its literals occur in so many
+    /// places that one search over the rest of the text reads less than a search from each.
+    After(usize),
     /// Anywhere: it may match, and where its matches start is not known.
     Anywhere,
 }
@@ -68,6 +71,9 @@ pub(crate) struct Candidates {
     /// Every prefix found, by pattern then offset: the pattern of each, and its offset.
     patterns: Vec<u32>,
     offsets: Vec<usize>,
+    /// Patterns whose prefixes were found in more places than anchored searches pay for,
+    /// sorted, each with the first place (see [`Where::After`]).
+    after: Vec<(u32, usize)>,
     /// Patterns that may match anywhere, sorted.
     anywhere: Vec<u32>,
 }
@@ -78,6 +84,9 @@ impl Candidates {
         let Ok(i) = u32::try_from(i) else { return Where::Nowhere };
         if self.anywhere.binary_search(&i).is_ok() {
             return Where::Anywhere;
+        }
+        if let Ok(k) = self.after.binary_search_by_key(&i, |&(p, _)| p) {
+            return self.after.get(k).map_or(Where::Nowhere, |&(_, first)| Where::After(first));
         }
         let from = self.patterns.partition_point(|&p| p < i);
         let to = self.patterns.partition_point(|&p| p <= i);
@@ -150,27 +159,66 @@ impl Search {
     }
 
     /// Where each pattern may match in `text`.
+    ///
+    /// Bounded by the text, whatever it holds: each literal found costs a constant amount
+    /// of work (a flag for a pattern found anywhere, a count and at most one place kept for
+    /// a prefix), and a pattern keeps at most `text.len() / SEARCH_OVERHEAD` places: found
+    /// in more, [`fires`] would search once from the first anyway. Text of one repeated
+    /// letter finds a literal like `aa` at every byte: sorting a list of every place found
+    /// cost more than judging prose.
     pub(crate) fn scan(&self, text: &str) -> Candidates {
+        let units = self.first_unit.last().copied().unwrap_or(0);
+        // More places than this and every anchored search together would read more than
+        // one search over the whole text (see [`fires`]).
+        let most = text.len() / SEARCH_OVERHEAD;
         let mut starts: Vec<(u32, usize)> = Vec::new();
-        let mut anywhere = self.always.clone();
+        // Per unit: whether it may match anywhere, how many places were found, the first.
+        let mut anywhere = vec![false; units];
+        let mut kept = vec![0usize; units];
+        let mut first = vec![usize::MAX; units];
+        for &p in &self.always {
+            if let Some(flag) = anywhere.get_mut(p as usize) {
+                *flag = true;
+            }
+        }
         if let Some(ac) = &self.prefilter {
             for m in ac.find_overlapping_iter(text) {
                 let at = m.start();
                 for &(p, prefix) in self.owners.get(m.pattern().as_usize()).map_or(&[][..], Vec::as_slice) {
-                    if prefix {
-                        starts.push((p, at));
-                    } else {
-                        anywhere.push(p);
+                    let u = p as usize;
+                    if !prefix {
+                        if let Some(flag) = anywhere.get_mut(u) {
+                            *flag = true;
+                        }
+                        continue;
+                    }
+                    if let (Some(n), Some(f)) = (kept.get_mut(u), first.get_mut(u)) {
+                        *f = (*f).min(at);
+                        *n += 1;
+                        if *n <= most {
+                            starts.push((p, at));
+                        }
                     }
                 }
             }
         }
+        // A unit found in more than `most` places is searched once from its first.
+        let saturated = |p: u32| kept.get(p as usize).is_some_and(|&n| n > most);
+        let mut after: Vec<(u32, usize)> = Vec::new();
+        for (u, (&n, &f)) in kept.iter().zip(&first).enumerate() {
+            if n > most
+                && let Ok(p) = u32::try_from(u)
+            {
+                after.push((p, f));
+            }
+        }
+        starts.retain(|&(p, _)| !saturated(p));
         starts.sort_unstable();
         starts.dedup();
-        anywhere.sort_unstable();
-        anywhere.dedup();
+        let anywhere = anywhere.iter().enumerate().filter(|(_, a)| **a).filter_map(|(u, _)| u32::try_from(u).ok());
+        let anywhere: Vec<u32> = anywhere.collect();
         let (patterns, offsets) = starts.into_iter().unzip();
-        Candidates { patterns, offsets, anywhere }
+        Candidates { patterns, offsets, after, anywhere }
     }
 }
 
@@ -193,14 +241,11 @@ pub(crate) fn fires(pattern: &Pattern, text: &str, place: Where<'_>, placeholder
     let starts = match place {
         Where::Nowhere => return false,
         Where::Anywhere => return pattern.fires_from(text, 0, placeholders),
+        Where::After(first) => return pattern.fires_from(text, first.saturating_sub(back(pattern)), placeholders),
         Where::From(starts) => starts,
     };
     let Some(&first) = starts.first() else { return false };
-    // A match starts at most `back` bytes before its literal.
-    let back = match pattern.literals() {
-        Literals::Prefixes { back, .. } => *back,
-        _ => 0,
-    };
+    let back = back(pattern);
     let first = first.saturating_sub(back);
     let rest = text.len().saturating_sub(first);
     let searches = starts.len().saturating_mul(back + 1);
@@ -227,6 +272,14 @@ pub(crate) fn fires(pattern: &Pattern, text: &str, place: Where<'_>, placeholder
         tried = tried.max(found + 1);
     }
     false
+}
+
+/// How many bytes before its literal a match of `pattern` may start.
+fn back(pattern: &Pattern) -> usize {
+    match pattern.literals() {
+        Literals::Prefixes { back, .. } => *back,
+        _ => 0,
+    }
 }
 
 /// What an anchored search from one place found.
