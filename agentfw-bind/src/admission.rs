@@ -31,7 +31,7 @@ pub fn component_set(ids: Vec<String>) -> Result<BTreeSet<ComponentId>, Failure>
 pub fn refused(r: &NotAdmitted) -> Result<Value, Failure> {
     let mut value = json::value("an admission refusal", r)?;
     if let Some(map) = value.as_object_mut() {
-        map.insert("code".into(), r.code().into());
+        map.insert("code".into(), r.code().as_str().into());
         map.insert("text".into(), r.to_string().into());
     }
     Ok(value)

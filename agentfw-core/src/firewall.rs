@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::admission::{Admission, AdmissionConfig, Component, ComponentId, Inventory, Mode, Score};
 use crate::agents::Agents;
+use crate::code::ReasonCode;
 use crate::containment::{Containment, ContainmentConfig, Quarantine, Remembered, TextId};
 use crate::decode::{decode, decoded_view};
 use crate::fence::{Fenced, fence, sanitize};
@@ -140,7 +141,7 @@ pub struct Delivery {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reason {
     /// A stable code: `rule`, `containment.quarantined`, `limit.fan_out`, `message.too_large`…
-    pub code: String,
+    pub code: ReasonCode,
     /// The rule that decided, when a rule did (PR5).
     pub rule: Option<String>,
     /// What happened and what to do, in words for the agent and its user (LM6).
@@ -148,12 +149,12 @@ pub struct Reason {
 }
 
 impl Reason {
-    pub(crate) fn new(code: &str, text: impl Into<String>) -> Self {
-        Self { code: code.to_owned(), rule: None, text: text.into() }
+    pub(crate) fn new(code: ReasonCode, text: impl Into<String>) -> Self {
+        Self { code, rule: None, text: text.into() }
     }
 
     fn rule(rule: String, reason: String) -> Self {
-        Self { code: "rule".to_owned(), rule: Some(rule), text: reason }
+        Self { code: ReasonCode::Rule, rule: Some(rule), text: reason }
     }
 
     fn trip(trip: &Trip) -> Self {
@@ -577,14 +578,14 @@ impl Firewall {
         let s = &self.state;
         let early = if size > s.config.max_message_bytes {
             Some(Reason::new(
-                "message.too_large",
+                ReasonCode::MessageTooLarge,
                 format!(
                     "the message is {size} bytes, over the limit of {} bytes; send a shorter summary or share a file path instead",
                     s.config.max_message_bytes
                 ),
             ))
         } else if out.from.id == out.to.id {
-            Some(Reason::new("message.to_self", "an agent cannot message itself"))
+            Some(Reason::new(ReasonCode::MessageToSelf, "an agent cannot message itself"))
         } else {
             None
         };
@@ -598,9 +599,9 @@ impl Firewall {
         };
         let body = sanitize(&out.body).into_owned();
         let early = early.or_else(|| {
-            body.trim()
-                .is_empty()
-                .then(|| Reason::new("message.empty", "the message has no visible text; write what you want to say"))
+            body.trim().is_empty().then(|| {
+                Reason::new(ReasonCode::MessageEmpty, "the message has no visible text; write what you want to say")
+            })
         });
         if let Some(reason) = early {
             return self.refuse_send(now, id, &out, size, 1, reason);
@@ -863,7 +864,7 @@ impl Firewall {
     fn recalled(&self, now: Timestamp, prints: &Fingerprints) -> Option<Reason> {
         let r = self.state.containment.recall(now, prints)?;
         Some(Reason {
-            code: "containment.remembered".to_owned(),
+            code: ReasonCode::ContainmentRemembered,
             rule: Some(r.rule.clone()),
             text: format!(
                 "this text matches text {} refused earlier by rule `{}` ({}) and is refused on sight",

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
+use crate::code::ReasonCode;
 use crate::message::{AgentId, AgentKey, MessageId, ThreadId};
 use crate::time::Timestamp;
 
@@ -110,18 +111,18 @@ pub enum Trip {
 
 impl Trip {
     /// A stable code for logs and scripts, e.g. `limit.fan_out`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ReasonCode {
         match self {
-            Trip::FanOut { .. } => "limit.fan_out",
-            Trip::TurnFuse { .. } => "limit.turn_fuse",
-            Trip::Rate { .. } => "limit.rate",
-            Trip::ThreadMessages { .. } => "limit.thread_messages",
-            Trip::ThreadAge { .. } => "limit.thread_age",
-            Trip::SelfRepeat => "loop.self_repeat",
-            Trip::NearDuplicate { .. } => "loop.near_duplicate",
-            Trip::AckPingPong => "loop.ack_ping_pong",
-            Trip::AckOnly => "loop.ack_only",
-            Trip::UnknownReply { .. } => "message.unknown_reply",
+            Trip::FanOut { .. } => ReasonCode::LimitFanOut,
+            Trip::TurnFuse { .. } => ReasonCode::LimitTurnFuse,
+            Trip::Rate { .. } => ReasonCode::LimitRate,
+            Trip::ThreadMessages { .. } => ReasonCode::LimitThreadMessages,
+            Trip::ThreadAge { .. } => ReasonCode::LimitThreadAge,
+            Trip::SelfRepeat => ReasonCode::LoopSelfRepeat,
+            Trip::NearDuplicate { .. } => ReasonCode::LoopNearDuplicate,
+            Trip::AckPingPong => ReasonCode::LoopAckPingPong,
+            Trip::AckOnly => ReasonCode::LoopAckOnly,
+            Trip::UnknownReply { .. } => ReasonCode::MessageUnknownReply,
         }
     }
 }

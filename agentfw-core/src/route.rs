@@ -20,6 +20,7 @@
 //! [`Firewall::route`]: crate::firewall::Firewall::route
 
 use crate::admission::{Admission, GateVerdict, Mode};
+use crate::code::ReasonCode;
 use crate::containment::Containment;
 use crate::firewall::{Disconnection, Reason};
 use crate::message::{Agent, AgentId};
@@ -150,12 +151,12 @@ pub(crate) fn check(facts: &Facts<'_>, now: Timestamp, at: Checkpoint, from: &Ag
                 Checkpoint::Deliver => Verdict::Hold {
                     until: now,
                     reason: Reason::new(
-                        TRUST_UNREADABLE,
+                        ReasonCode::TrustInvalid,
                         format!("{why}\nMessages wait here until your user fixes the trust file."),
                     ),
                 },
                 Checkpoint::Send | Checkpoint::Relay => Verdict::Refuse(Reason::new(
-                    TRUST_UNREADABLE,
+                    ReasonCode::TrustInvalid,
                     format!("{why}\nNothing is sent until your user fixes the trust file."),
                 )),
             };
@@ -199,9 +200,6 @@ pub(crate) fn check(facts: &Facts<'_>, now: Timestamp, at: Checkpoint, from: &Ag
     route
 }
 
-/// Code of a refusal because the trust file cannot be read.
-pub const TRUST_UNREADABLE: &str = "trust.invalid";
-
 /// Did an admin disconnect the two (AM2), or sessions they run inside?
 fn cut_off(disconnected: &[Disconnection], at: Checkpoint, from: &Agent, to: &Agent) -> Option<Reason> {
     let d = disconnected.iter().find(|d| from.chain().any(|x| to.chain().any(|y| d.is(x, y))))?;
@@ -211,7 +209,7 @@ fn cut_off(disconnected: &[Disconnection], at: Checkpoint, from: &Agent, to: &Ag
         Checkpoint::Deliver => format!("an admin disconnected you from {}{why}; ask your user", from.label()),
         Checkpoint::Relay => format!("an admin disconnected {} from {}{why}", from.label(), to.label()),
     };
-    Some(Reason::new("admin.disconnected", text))
+    Some(Reason::new(ReasonCode::AdminDisconnected, text))
 }
 
 /// Is either end quarantined, itself or a session it runs inside (ID6)? Until when, and why.
@@ -236,7 +234,7 @@ fn contained(
         "{who} quarantined until {}: {}; ask your user (an admin can lift it with `agentfw quarantine lift`)",
         q.until, q.reason
     );
-    Some((q.until, Reason::new("containment.quarantined", text)))
+    Some((q.until, Reason::new(ReasonCode::ContainmentQuarantined, text)))
 }
 
 /// The label of the session `id` that `agent` runs inside (ID6), or the id if it is not one.

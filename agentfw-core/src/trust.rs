@@ -34,6 +34,7 @@ use core::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::code::ReasonCode;
 use crate::message::Agent;
 use crate::policy::diagnostic::{Diagnostic, Diagnostics, SourceFile};
 use crate::policy::yaml::{self, Domain, Fields, Node, NodeKind};
@@ -198,10 +199,10 @@ pub enum TrustRefusal {
 
 impl TrustRefusal {
     /// A stable code for tools and tests: `trust.blocked` or `trust.unknown`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ReasonCode {
         match self {
-            TrustRefusal::Blocked { .. } => "trust.blocked",
-            TrustRefusal::Unknown { .. } | TrustRefusal::UnknownWithin { .. } => "trust.unknown",
+            TrustRefusal::Blocked { .. } => ReasonCode::TrustBlocked,
+            TrustRefusal::Unknown { .. } | TrustRefusal::UnknownWithin { .. } => ReasonCode::TrustUnknown,
         }
     }
 }
@@ -323,7 +324,7 @@ impl TrustError {
     /// or `trust.uneditable`.
     pub fn code(&self) -> &'static str {
         match self {
-            TrustError::Invalid(_) => crate::route::TRUST_UNREADABLE,
+            TrustError::Invalid(_) => ReasonCode::TrustInvalid.as_str(),
             TrustError::InvalidName(_) => "trust.invalid_name",
             TrustError::Uneditable { .. } => "trust.uneditable",
         }

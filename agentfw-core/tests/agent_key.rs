@@ -32,7 +32,7 @@ fn sim(config: Config) -> Sim<ChaCha20Rng> {
 
 fn code(out: &Output) -> String {
     match out {
-        Output::Refused(r) => r.reason.code.clone(),
+        Output::Refused(r) => r.reason.code.to_string(),
         Output::Accepted { .. } => "accepted".into(),
         other => panic!("expected a send outcome, got {other:?}"),
     }

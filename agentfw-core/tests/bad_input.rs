@@ -22,7 +22,7 @@ fn send(body: &str) -> Output {
 
 fn refusal_code(out: &Output) -> &str {
     match out {
-        Output::Refused(r) => &r.reason.code,
+        Output::Refused(r) => r.reason.code.as_str(),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }

@@ -99,7 +99,7 @@ fn relay(from: &Sim<ChaCha20Rng>, since: usize, to: &mut [&mut Sim<ChaCha20Rng>]
 
 fn code(out: &Output) -> String {
     match out {
-        Output::Refused(r) => r.reason.code.clone(),
+        Output::Refused(r) => r.reason.code.to_string(),
         Output::Accepted { .. } => "accepted".into(),
         Output::Delivered { .. } => "delivered".into(),
         Output::Held { reason, .. } => format!("held: {}", reason.code),

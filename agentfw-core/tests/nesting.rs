@@ -48,7 +48,7 @@ fn sim(config: Config) -> Sim<ChaCha20Rng> {
 
 fn refusal(out: &Output) -> (String, String) {
     match out {
-        Output::Refused(r) => (r.reason.code.clone(), r.message()),
+        Output::Refused(r) => (r.reason.code.to_string(), r.message()),
         other => panic!("expected a refusal, got {other:?}"),
     }
 }
@@ -182,7 +182,7 @@ fn trust(text: &str) -> TrustFile {
 fn code(v: &TrustVerdict) -> &'static str {
     match v {
         TrustVerdict::Admit(_) => "admit",
-        TrustVerdict::Refuse(r) => r.code(),
+        TrustVerdict::Refuse(r) => r.code().as_str(),
     }
 }
 

@@ -307,6 +307,9 @@ fn edits_refuse_bad_names_and_invalid_files() {
     assert!(matches!(trust::block(&file(EXAMPLE), "a\nb"), Err(TrustError::InvalidName(_))));
     assert!(matches!(trust::block(&file("version: 1\nblocked: 3\n"), "a"), Err(TrustError::Invalid(_))));
     assert!(matches!(trust::unblock(&file("nope: 1\n"), "a"), Err(TrustError::Invalid(_))));
+    // Each with its stable code; an invalid file's is the route check's for an unreadable one.
+    assert_eq!(trust::block(&file(EXAMPLE), "  ").err().map(|e| e.code()), Some("trust.invalid_name"));
+    assert_eq!(trust::unblock(&file("nope: 1\n"), "a").err().map(|e| e.code()), Some("trust.invalid"));
 }
 
 #[test]
@@ -370,7 +373,7 @@ mod in_the_firewall {
 
     fn refused_code(out: &Output) -> &str {
         match out {
-            Output::Refused(r) => &r.reason.code,
+            Output::Refused(r) => r.reason.code.as_str(),
             other => panic!("not refused: {other:?}"),
         }
     }
@@ -395,7 +398,7 @@ mod in_the_firewall {
         // Both refusals are decisions in the audit log, with their code.
         let denied: Vec<String> = core::iter::from_fn(|| fw.poll_event())
             .filter_map(|e| match e {
-                Event::Decision(d) if d.verdict == Verdict::Deny => d.reason.map(|r| r.code),
+                Event::Decision(d) if d.verdict == Verdict::Deny => d.reason.map(|r| r.code.to_string()),
                 _ => None,
             })
             .collect();

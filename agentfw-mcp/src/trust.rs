@@ -122,7 +122,7 @@ mod tests {
         let Applied::File(file) = trust.current() else { panic!("no file in force") };
         match file.overlay_for(&web()) {
             TrustVerdict::Admit(_) => None,
-            TrustVerdict::Refuse(why) => Some(why.code()),
+            TrustVerdict::Refuse(why) => Some(why.code().as_str()),
         }
     }
 

@@ -178,7 +178,7 @@ pub struct Reason {
 
 impl From<&core::Reason> for Reason {
     fn from(r: &core::Reason) -> Self {
-        Reason { code: r.code.clone(), rule: r.rule.clone(), text: r.text.clone() }
+        Reason { code: r.code.to_string(), rule: r.rule.clone(), text: r.text.clone() }
     }
 }
 

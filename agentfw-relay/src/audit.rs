@@ -60,7 +60,7 @@ impl AuditRecord {
                 Verdict::Hold => "hold",
             }
             .to_owned(),
-            code: d.reason.as_ref().map(|r| r.code.clone()),
+            code: d.reason.as_ref().map(|r| r.code.to_string()),
             rule: d.reason.as_ref().and_then(|r| r.rule.clone()),
             reason: d.reason.as_ref().map(|r| r.text.clone()),
         }

@@ -106,10 +106,14 @@ impl Policy {
         let route = self.firewall.route(now, Checkpoint::Relay, from, to);
         match route.verdict {
             Verdict::Pass { .. } => Check::Allow {
-                warnings: route.warnings.into_iter().map(|(_, reason)| (reason.code, reason.text)).collect(),
+                warnings: route
+                    .warnings
+                    .into_iter()
+                    .map(|(_, reason)| (reason.code.to_string(), reason.text))
+                    .collect(),
             },
             Verdict::Refuse(reason) | Verdict::Hold { reason, .. } => {
-                Check::Deny { code: reason.code, reason: reason.text }
+                Check::Deny { code: reason.code.to_string(), reason: reason.text }
             }
         }
     }

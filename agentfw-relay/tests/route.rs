@@ -93,7 +93,7 @@ fn firewalls(actions: &[AdminAction]) -> (Option<String>, BTreeSet<AgentId>) {
             _ => None,
         })
         .collect();
-    (code, warned)
+    (code.map(|c| c.to_string()), warned)
 }
 
 #[test]

@@ -32,6 +32,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use crate::code::ReasonCode;
 use crate::message::{Agent, AgentId};
 use crate::time::Timestamp;
 
@@ -555,11 +556,11 @@ pub enum NotAdmitted {
 
 impl NotAdmitted {
     /// A stable code: `admission.refused`, `admission.unrated` or `admission.unknown`.
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ReasonCode {
         match self {
-            NotAdmitted::OverThreshold { .. } => "admission.refused",
-            NotAdmitted::Unrated { .. } => "admission.unrated",
-            NotAdmitted::Unknown => "admission.unknown",
+            NotAdmitted::OverThreshold { .. } => ReasonCode::AdmissionRefused,
+            NotAdmitted::Unrated { .. } => ReasonCode::AdmissionUnrated,
+            NotAdmitted::Unknown => ReasonCode::AdmissionUnknown,
         }
     }
 
@@ -741,13 +742,13 @@ pub enum GateVerdict {
     Admit,
     /// Report-only mode: admitted, with this `would refuse: …` warning (AD6).
     Warn {
-        code: &'static str,
+        code: ReasonCode,
         text: String,
     },
     /// Not admitted. `code` is `admission.refused`, `admission.unrated`, `admission.unknown`,
     /// or `admission.refresh` on a session's first contact while unknown.
     Refuse {
-        code: &'static str,
+        code: ReasonCode,
         text: String,
     },
 }
@@ -882,10 +883,10 @@ impl Admission {
         let verdict = match self.config.mode {
             Mode::Off => GateVerdict::Admit,
             Mode::Report => {
-                GateVerdict::Warn { code: "admission.would_refuse", text: format!("would refuse: {sentence}") }
+                GateVerdict::Warn { code: ReasonCode::AdmissionWouldRefuse, text: format!("would refuse: {sentence}") }
             }
             Mode::Enforce if refresh => GateVerdict::Refuse {
-                code: "admission.refresh",
+                code: ReasonCode::AdmissionRefresh,
                 text: format!(
                     "{subject} not admitted to the network yet: agentfw is looking up its components; retry in a few seconds"
                 ),

@@ -19,6 +19,7 @@ use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
+use agentfw_core::code::ReasonCode;
 use agentfw_mcp::client::{Client, ClientError};
 use agentfw_mcp::home::Home;
 use agentfw_mcp::proto::{AuditQuery, AuditRecord, TeamResult};
@@ -608,7 +609,7 @@ fn story(shared: &Shared, dashboard: bool) -> Step<()> {
     let answer = tripped.ok_or_else(|| story_err(format!("{turn} messages back and forth and no limit tripped")))?;
     refused(&answer, "the turn fuse")?;
     let record = audit.refusal()?;
-    expect(record.code.as_deref() == Some("limit.turn_fuse"), || {
+    expect(record.code.as_deref() == Some(ReasonCode::LimitTurnFuse.as_str()), || {
         format!("expected the turn fuse, got {:?}", record.code)
     })?;
     say(format!(

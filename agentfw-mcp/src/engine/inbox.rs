@@ -1,9 +1,9 @@
 //! `inbox`: the caller's waiting messages through the firewall's delivery checks, fenced,
 //! in batches a retrying client gets again (see the parent module's docs).
 
+use agentfw_core::code::ReasonCode;
 use agentfw_core::firewall::{Accepted, Input, Output, Reason};
 use agentfw_core::message::AgentId;
-use agentfw_core::route::TRUST_UNREADABLE;
 use agentfw_core::time::Timestamp;
 use serde_json::Value;
 
@@ -68,9 +68,7 @@ impl Engine {
                     Pending::Message { seq, message } => (seq, *message),
                 };
                 let mut out = e.apply(now, Input::Deliver(accepted.clone()))?;
-                if matches!(&out, Output::Held { reason, .. } if reason.code.starts_with("admission"))
-                    && e.run_refreshes(now)?
-                {
+                if matches!(&out, Output::Held { reason, .. } if reason.code.is_admission()) && e.run_refreshes(now)? {
                     out = e.apply(now, Input::Deliver(accepted))?;
                 }
                 match out {
@@ -93,7 +91,7 @@ impl Engine {
                     }
                     Output::Held { until, reason, .. } => {
                         // An unreadable trust file holds every message: say why, once.
-                        if reason.code == TRUST_UNREADABLE && !result.notes.contains(&reason.text) {
+                        if reason.code == ReasonCode::TrustInvalid && !result.notes.contains(&reason.text) {
                             result.notes.push(reason.text);
                         }
                         e.db.hold(seq, until)?;

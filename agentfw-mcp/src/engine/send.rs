@@ -1,6 +1,7 @@
 //! `send`: a message through the firewall's sending checks into its recipient's inbox, or
 //! the outbox for another device; each outcome kept by the client's key for a retry.
 
+use agentfw_core::code::ReasonCode;
 use agentfw_core::firewall::{Input, Outgoing, Output, Refusal};
 use agentfw_core::message::MessageId;
 use serde::{Deserialize, Serialize};
@@ -50,7 +51,9 @@ impl Engine {
         let outcome = self.tx(now, |e| {
             e.sync_trust(now)?;
             let mut out = e.apply(now, Input::Send(outgoing.clone()))?;
-            if matches!(&out, Output::Refused(r) if r.reason.code == "admission.refresh") && e.run_refreshes(now)? {
+            if matches!(&out, Output::Refused(r) if r.reason.code == ReasonCode::AdmissionRefresh)
+                && e.run_refreshes(now)?
+            {
                 out = e.apply(now, Input::Send(outgoing.clone()))?;
             }
             e.run_refreshes(now)?;
@@ -95,7 +98,7 @@ fn refused(r: &Refusal) -> ErrorBody {
         code: code::REFUSED.to_owned(),
         message: r.message(),
         refusal: Some(RefusalInfo {
-            code: r.reason.code.clone(),
+            code: r.reason.code.to_string(),
             rule: r.reason.rule.clone(),
             id: Some(r.id.to_string()),
         }),

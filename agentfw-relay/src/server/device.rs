@@ -671,7 +671,7 @@ impl Conn {
                         size: 0,
                         hops: None,
                         verdict: "warn".to_owned(),
-                        code: Some(reason.code.clone()),
+                        code: Some(reason.code.to_string()),
                         rule: reason.rule.clone(),
                         reason: Some(reason.text.clone()),
                     });
