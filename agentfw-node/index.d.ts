@@ -450,6 +450,23 @@ export interface OpenOptions {
 }
 
 
+/**
+ * What a teammate's messages may lead the receiving agent to do without asking its user
+ * (TR1, DL4), from the trust file; `text` is the block to show under the fence.
+ */
+export interface Overlay {
+  /**
+   * Whether the sender has an entry in the trust file (an unlisted sender let through by
+   * `unknown_teammates.policy: allow` gets no pre-approvals).
+   */
+  listed: boolean
+  autoRead: boolean
+  autoTest: boolean
+  autoWritePaths: Array<string>
+  requireApproval: Array<string>
+  text: string
+}
+
 /** A threshold as a person writes it (`7`, `6.5`, `high`), as a score. */
 export declare function parseThreshold(text: string): number
 

@@ -1,6 +1,6 @@
 // The JSON shapes and the `Output` union that napi cannot derive from Rust: index.d.ts
 // names these (the `ts_type` attributes in src/) and re-exports them.
-import type { Fenced, Message, Reason, Refusal } from './index'
+import type { Fenced, Message, Overlay, Reason, Refusal } from './index'
 
 /** A JSON value, as `JSON.parse` gives it. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
@@ -49,11 +49,11 @@ export interface Quarantine {
 
 /**
  * The firewall's answer to one input, by `kind`: the fields each kind has are set, the
- * others undefined.
+ * others undefined. A delivery has an `overlay` when a trust file is set.
  */
 export type Output =
   | { kind: 'accepted'; message: Message; warnings: Array<Reason> }
-  | { kind: 'delivered'; message: Message; fenced: Fenced; warnings: Array<Reason> }
+  | { kind: 'delivered'; message: Message; fenced: Fenced; overlay?: Overlay; warnings: Array<Reason> }
   | { kind: 'held'; message: Message; until: number; reason: Reason; warnings: Array<Reason> }
   | { kind: 'refused'; reason: Reason; refusal: Refusal; warnings: Array<Reason> }
   | { kind: 'done'; warnings: Array<Reason> }

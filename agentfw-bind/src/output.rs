@@ -4,6 +4,7 @@
 use agentfw_core::fence::Fenced;
 use agentfw_core::firewall::{Accepted, Output, Reason, Refusal};
 use agentfw_core::time::Timestamp;
+use agentfw_core::trust::Overlay;
 
 /// An [`Output`] as `kind` plus optional fields; each binding converts the fields to its
 /// own types, field by field.
@@ -15,6 +16,9 @@ pub struct Flat {
     pub message: Option<Accepted>,
     /// Delivered outputs.
     pub fenced: Option<Fenced>,
+    /// Delivered outputs, when a trust file is set: what the sender's messages may lead the
+    /// receiving agent to do without asking (TR1, DL4), to show under the fence.
+    pub overlay: Option<Overlay>,
     /// Accepted and delivered outputs.
     pub warnings: Vec<Reason>,
     /// Held outputs: when to offer the message again.
@@ -34,6 +38,7 @@ pub fn flatten(out: Output) -> Flat {
             kind: "delivered",
             message: Some(delivery.message),
             fenced: Some(delivery.fenced),
+            overlay: delivery.overlay,
             warnings,
             ..Flat::default()
         },

@@ -322,6 +322,36 @@ test('Firewall: a trust file that lists the sender lets it through', () => {
   assert.equal(fw.deliver(sent.message, T0 + 2).kind, 'delivered')
 })
 
+const LIST_WEB =
+  'version: 1\n' +
+  'teammates:\n' +
+  '  web (claude): {auto_read: true, auto_write_paths: [docs/], require_approval: [Bash]}\n' +
+  'unknown_teammates: {policy: allow}\n'
+
+test('Firewall: a delivery carries the sender\'s overlay from the trust file', () => {
+  const fw = new af.Firewall(null, { seed: 5 })
+  const plain = fw.send(WEB, API, 'Deploy staging when you can.', { now: T0 }).message
+  // Without a trust file, a delivery carries no overlay.
+  assert.equal(fw.deliver(plain, T0 + 1).overlay, undefined)
+  fw.setTrust(LIST_WEB, null, T0 + 2)
+  const listed = fw.send(WEB, API, 'Please update the docs.', { now: T0 + 3 }).message
+  const out = fw.deliver(listed, T0 + 4)
+  assert.equal(out.kind, 'delivered')
+  const o = out.overlay
+  assert.deepEqual(
+    [o.listed, o.autoRead, o.autoTest, o.autoWritePaths, o.requireApproval],
+    [true, true, false, ['docs/'], ['Bash']],
+  )
+  assert.ok(o.text.includes('only in `docs/`') && o.text.includes('`Bash`'), o.text)
+  // An unlisted sender let through by `policy: allow` gets an overlay that allows nothing.
+  const unlisted = fw.send(API, WEB, 'Status?', { now: T0 + 5 }).message
+  const u = fw.deliver(unlisted, T0 + 6).overlay
+  assert.deepEqual([u.listed, u.autoRead, u.autoWritePaths], [false, false, []])
+  assert.ok(u.text.includes('nothing without asking'), u.text)
+  // Outputs other than deliveries have none.
+  assert.equal(fw.send(WEB, API, 'Thanks.', { now: T0 + 7 }).overlay, undefined)
+})
+
 test('Firewall: a bad trust file is a coded error and the block stays', () => {
   const fw = new af.Firewall(null, { seed: 5 })
   fw.setTrust(BLOCK_WEB, null, T0)

@@ -16,14 +16,17 @@ const WEB = { id: 'claude:1:1', kind: 'claude', project: 'web' }
 const API = { id: 'codex:2:2', kind: 'codex', project: 'api' }
 const TOKEN = 'token ghp_R8tXq2LmZ7vKpW3sN9dYcF4hJ6bA1eG5uT0o'
 
-/** kind → the field names shapes.d.ts declares for it (kind included). */
+/** kind → the field names shapes.d.ts declares for it (kind included): `all`, and
+ * `required` (those not marked optional). */
 function declaredOutputs() {
   const union = SHAPES.match(/export type Output =\n((?: {2}\| \{.*\}\n)+)/)
   assert.ok(union, 'shapes.d.ts declares Output as a union')
   return new Map(
     union[1].trim().split('\n').map((line) => {
-      const fields = [...line.matchAll(/(\w+)(?=\??: )/g)].map((m) => m[1])
-      return [line.match(/kind: '(\w+)'/)[1], fields.sort()]
+      const fields = [...line.matchAll(/(\w+)(\??): /g)]
+      const all = fields.map((m) => m[1]).sort()
+      const required = fields.filter((m) => m[2] === '').map((m) => m[1]).sort()
+      return [line.match(/kind: '(\w+)'/)[1], { all, required }]
     }),
   )
 }
@@ -45,8 +48,16 @@ test('each Output kind carries exactly the fields index.d.ts declares for it', (
   const seen = [accepted, fw.deliver(accepted.message, T0 + 2)]
   fw.admin({ action: 'quarantine', agent: API.id, seconds: 60, reason: 'test' }, T0 + 3)
   seen.push(fw.deliver(later.message, T0 + 4), fw.send(WEB, API, TOKEN, { now: T0 + 5 }))
-  assert.deepEqual(seen.map((o) => o.kind), ['accepted', 'delivered', 'held', 'refused'])
+  // With a trust file, a delivery sets its optional `overlay` too (api is quarantined).
+  const docs = { id: 'cursor:3:3', kind: 'cursor', project: 'docs' }
+  fw.setTrust('version: 1\nunknown_teammates: {policy: allow}\n', null, T0 + 6)
+  seen.push(fw.deliver(fw.send(WEB, docs, 'hi', { now: T0 + 7 }).message, T0 + 8))
+  assert.deepEqual(seen.map((o) => o.kind), ['accepted', 'delivered', 'held', 'refused', 'delivered'])
+  assert.ok('overlay' in seen[4] && !('overlay' in seen[1]))
   for (const out of seen) {
-    assert.deepEqual(Object.keys(out).sort(), declared.get(out.kind), `fields of a '${out.kind}' output`)
+    const { all, required } = declared.get(out.kind)
+    const keys = Object.keys(out).sort()
+    const what = `fields of a '${out.kind}' output`
+    assert.ok(required.every((k) => keys.includes(k)) && keys.every((k) => all.includes(k)), `${what}: ${keys}`)
   }
 })

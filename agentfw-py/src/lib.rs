@@ -34,6 +34,7 @@ fn _agentfw(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<firewall::Message>()?;
     m.add_class::<firewall::Reason>()?;
     m.add_class::<firewall::Refusal>()?;
+    m.add_class::<firewall::Overlay>()?;
     m.add_class::<firewall::Output>()?;
     m.add_class::<firewall::Firewall>()?;
 

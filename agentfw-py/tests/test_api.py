@@ -387,6 +387,39 @@ def test_a_trust_file_that_lists_the_sender_lets_it_through() -> None:
     assert fw.deliver(sent.message, now=T0 + 2).kind == "delivered"
 
 
+LIST_WEB = (
+    "version: 1\n"
+    "teammates:\n"
+    "  web (claude): {auto_read: true, auto_write_paths: [docs/], require_approval: [Bash]}\n"
+    "unknown_teammates: {policy: allow}\n"
+)
+
+
+def test_a_delivery_carries_the_senders_overlay_from_the_trust_file() -> None:
+    fw = agentfw.Firewall(seed=5)
+    plain = fw.send(WEB, API, "Deploy staging when you can.", now=T0).message
+    assert plain is not None
+    # Without a trust file, a delivery carries no overlay.
+    assert fw.deliver(plain, now=T0 + 1).overlay is None
+    fw.set_trust(LIST_WEB, now=T0 + 2)
+    listed = fw.send(WEB, API, "Please update the docs.", now=T0 + 3).message
+    assert listed is not None
+    out = fw.deliver(listed, now=T0 + 4)
+    assert out.kind == "delivered" and isinstance(out.overlay, agentfw.Overlay)
+    o = out.overlay
+    assert (o.listed, o.auto_read, o.auto_test) == (True, True, False)
+    assert (o.auto_write_paths, o.require_approval) == (["docs/"], ["Bash"])
+    assert "only in `docs/`" in o.text and "`Bash`" in o.text
+    # An unlisted sender let through by `policy: allow` gets an overlay that allows nothing.
+    unlisted = fw.send(API, WEB, "Status?", now=T0 + 5).message
+    assert unlisted is not None
+    u = fw.deliver(unlisted, now=T0 + 6).overlay
+    assert u is not None and not u.listed and not u.auto_read and u.auto_write_paths == []
+    assert "nothing without asking" in u.text
+    # Outputs other than deliveries have none.
+    assert fw.send(WEB, API, "Thanks.", now=T0 + 7).overlay is None
+
+
 def test_a_bad_trust_file_is_a_coded_error_and_the_block_stays(tmp_path: Path) -> None:
     fw = agentfw.Firewall(seed=5)
     fw.set_trust(BLOCK_WEB, now=T0)
