@@ -10,6 +10,8 @@
 
 use unicode_normalization::UnicodeNormalization;
 
+mod look_alikes;
+
 /// The folded form of `text`. Idempotent: `fold(&fold(t)) == fold(t)`.
 pub fn fold(text: &str) -> String {
     if text.is_ascii() {
@@ -188,9 +190,19 @@ fn fold_non_ascii(c: char, out: &mut Folder) {
     // `İ` lower-cases to `i` + U+0307, which a following mark may have to be reordered with.
     out.recompose |= lowered.len() > 1;
     for lower in lowered {
-        let folded = if lower.is_ascii() || !may_imitate_ascii(lower) { lower } else { out.look_alike(lower) };
+        let folded = if lower.is_ascii() || !may_imitate_ascii(lower) { lower } else { look_alike(lower, out.case) };
         out.push(folded);
         out.changed = folded != c;
+    }
+}
+
+/// The ASCII letter or digit `c` imitates (lower-cased unless `case` keeps it), or `c`
+/// itself: the TR39 skeleton of `c` when that is one ASCII letter or digit.
+fn look_alike(c: char, case: Case) -> char {
+    match look_alikes::ascii_look_alike(c) {
+        Some(a) if case == Case::Keep => char::from(a),
+        Some(a) => char::from(a.to_ascii_lowercase()),
+        None => c,
     }
 }
 
@@ -220,9 +232,6 @@ struct Folder {
     /// The text must be normalized again: a combining mark follows a changed character, a
     /// character that is not ASCII follows a dropped one, or lower-casing expanded a letter.
     recompose: bool,
-    /// Recent look-alike lookups, direct-mapped by code point: real text repeats a small
-    /// alphabet, and a TR39 skeleton costs far more than a cache probe.
-    cache: [(char, char); 64],
     case: Case,
 }
 
@@ -235,30 +244,8 @@ impl Folder {
             changed: false,
             dropped: false,
             recompose: false,
-            cache: [('\0', '\0'); 64],
             case,
         }
-    }
-
-    /// The ASCII letter or digit `c` imitates, or `c` itself.
-    fn look_alike(&mut self, c: char) -> char {
-        let slot = (c as usize) % self.cache.len();
-        if let Some(&(key, value)) = self.cache.get(slot)
-            && key == c
-        {
-            return value;
-        }
-        let mut buf = [0u8; 4];
-        let mut skeleton = unicode_security::skeleton(c.encode_utf8(&mut buf));
-        let value = match (skeleton.next(), skeleton.next()) {
-            (Some(a), None) if a.is_ascii_alphanumeric() && self.case == Case::Keep => a,
-            (Some(a), None) if a.is_ascii_alphanumeric() => a.to_ascii_lowercase(),
-            _ => c,
-        };
-        if let Some(entry) = self.cache.get_mut(slot) {
-            *entry = (c, value);
-        }
-        value
     }
 
     fn push(&mut self, c: char) {
