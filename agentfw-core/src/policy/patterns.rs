@@ -614,9 +614,15 @@ fn parse(src: &str) -> Result<Hir, regex::Error> {
 /// Compiles a pattern's regex for searching windows of a text: the regex crate's engines
 /// and limits, without the one-pass DFA, which costs memory and helps only long captures.
 fn compile(src: &str) -> Result<Regex, regex::Error> {
+    compile_many(&[src])
+}
+
+/// Compiles several patterns' regexes as one, with the same engines and limits as each
+/// alone: it matches a text exactly where one of them does.
+pub(crate) fn compile_many(srcs: &[&str]) -> Result<Regex, regex::Error> {
     meta::Builder::new()
         .configure(meta::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)).onepass(false))
-        .build(src)
+        .build_many(srcs)
         .map_err(|e| match (e.size_limit(), e.syntax_error()) {
             (Some(limit), _) => regex::Error::CompiledTooBig(limit),
             (None, Some(syntax)) => regex::Error::Syntax(syntax.to_string()),
@@ -1197,6 +1203,81 @@ mod tests {
         let total: usize = lib.sets.values().map(|s| s.patterns.len()).sum();
         assert!(total > 600, "{total}");
         assert!(whole.len() <= 6, "{} of {total} patterns have no literal: {whole:?}", whole.len());
+    }
+
+    /// A random text that `hir` matches (but for look-arounds, which it ignores): each
+    /// class a random member, each repetition a few more copies than it needs, each
+    /// alternation a random branch.
+    fn sample(hir: &Hir, next: &mut impl FnMut() -> usize, out: &mut String) {
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => {}
+            HirKind::Literal(lit) => out.push_str(&String::from_utf8_lossy(&lit.0)),
+            HirKind::Class(Class::Unicode(c)) => {
+                let r = c.ranges()[next() % c.ranges().len()];
+                let span = u32::from(r.end()) - u32::from(r.start()) + 1;
+                let at = u32::from(r.start()) + (next() as u32) % span;
+                out.push(char::from_u32(at).unwrap_or(r.start()));
+            }
+            HirKind::Class(Class::Bytes(c)) => {
+                let r = c.ranges()[next() % c.ranges().len()];
+                let at = r.start() + (next() % (usize::from(r.end() - r.start()) + 1)) as u8;
+                out.push(if at.is_ascii() { char::from(at) } else { 'é' });
+            }
+            HirKind::Repetition(r) => {
+                let extra = r.max.map_or(3, |max| (max - r.min).min(3)) as usize;
+                for _ in 0..r.min as usize + next() % (extra + 1) {
+                    sample(&r.sub, next, out);
+                }
+            }
+            HirKind::Capture(c) => sample(&c.sub, next, out),
+            HirKind::Concat(items) => items.iter().for_each(|h| sample(h, next, out)),
+            HirKind::Alternation(branches) => sample(&branches[next() % branches.len()], next, out),
+        }
+    }
+
+    /// The patterns without literals are first searched together, to learn whether any of
+    /// them can match: that search says no exactly when none of them matches alone. Tried
+    /// on texts holding random matches of each of the default pack's patterns without a
+    /// literal, whole or with a character changed or cut, between separators and noise.
+    #[test]
+    fn the_search_of_every_pattern_without_literals_says_whether_one_matches() {
+        let lib = default_library();
+        let free: Vec<&Pattern> = lib
+            .sets
+            .values()
+            .flat_map(|s| &s.patterns)
+            .flat_map(Pattern::units)
+            .filter(|p| matches!(p.literals(), Literals::None))
+            .collect();
+        assert!(!free.is_empty());
+        let search = Search::new(&free);
+        let hirs: Vec<Hir> = free.iter().map(|p| parse(p.expression()).unwrap()).collect();
+        let mut state = 11u64;
+        let mut next = move || {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 33) as usize
+        };
+        let noise = ["", " ", "\n", "x", "_", "-", ".", ":", "/", "=", "\"", "token=", "Ab9", "é"];
+        let (mut matched, mut missed) = (0, 0);
+        for round in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..1 + next() % 3 {
+                text.push_str(noise[next() % noise.len()]);
+                sample(&hirs[next() % hirs.len()], &mut next, &mut text);
+                text.push_str(noise[next() % noise.len()]);
+            }
+            // A near miss: one character changed, or the text cut short.
+            if round % 3 == 1 && !text.is_empty() {
+                let at = next() % text.len();
+                let at = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                let end = at + text[at..].chars().next().map_or(0, char::len_utf8);
+                if next() % 2 == 0 { text.truncate(at) } else { text.replace_range(at..end, "#") }
+            }
+            let alone = free.iter().any(|p| p.regex().unwrap().is_match(&text));
+            assert_eq!(search.free(&text), alone, "{text:?}");
+            if alone { matched += 1 } else { missed += 1 }
+        }
+        assert!(matched > 500 && missed > 500, "{matched} matched, {missed} did not");
     }
 
     #[test]

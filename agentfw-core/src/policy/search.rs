@@ -16,14 +16,21 @@
 //! 3. A candidate found only by a literal its matches end with or hold inside, and each of the few
 //!    patterns without literals, is searched alone over the whole text. Alone, not as one
 //!    set: a set of a dozen large patterns is what thrashes, while each alone keeps a small
-//!    automaton, and the cost of a text is bounded by their number.
+//!    automaton, and the cost of a text is bounded by their number. The patterns without
+//!    literals are first searched together, once, only to learn whether any of them matches
+//!    at all: in most texts none does, and that one pass over a few small patterns saves a
+//!    pass per pattern (and their captures).
 //!
 //! Every way gives the answer a search of the whole text would: see [`fires`].
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
+use std::sync::OnceLock;
+
+use regex_automata::meta::Regex;
+
 use super::literals::Literals;
-use super::patterns::{Pattern, Placeholders};
+use super::patterns::{Pattern, Placeholders, compile_many};
 
 /// What starting one anchored search costs beside the bytes it reads, in bytes.
 const SEARCH_OVERHEAD: usize = 64;
@@ -47,8 +54,14 @@ pub(crate) struct Search {
     /// For each literal of the prefilter, the units it is a literal of, and whether it is
     /// their prefix.
     owners: Vec<Vec<(u32, bool)>>,
-    /// The units without literals, searched whole in every text, ascending.
+    /// The units without literals, searched whole in every text where [`Search::free`]
+    /// matches, ascending.
     always: Vec<u32>,
+    /// Their regexes, to be compiled as one (see [`Search::free`]).
+    free_expressions: Vec<String>,
+    /// Their regexes as one, compiled the first time a text is scanned; `None` if that
+    /// failed (then each is searched).
+    free: OnceLock<Option<Regex>>,
 }
 
 /// Where one unit may match in a text.
@@ -104,6 +117,7 @@ impl Search {
         let mut owners: Vec<Vec<(u32, bool)>> = Vec::new();
         let mut index: std::collections::HashMap<Vec<u8>, usize> = std::collections::HashMap::new();
         let mut always = Vec::new();
+        let mut free_expressions = Vec::new();
         let mut first_unit = vec![0];
         let units = patterns.iter().flat_map(|p| {
             first_unit.push(first_unit.last().copied().unwrap_or(0) + p.units().len());
@@ -114,6 +128,7 @@ impl Search {
             let prefix = matches!(p.literals(), Literals::Prefixes { .. });
             if matches!(p.literals(), Literals::None) {
                 always.push(n);
+                free_expressions.push(p.expression().to_owned());
                 continue;
             }
             for lit in p.literals().all() {
@@ -137,7 +152,17 @@ impl Search {
                     .ok()
             })
             .flatten();
-        Self { first_unit, prefilter, owners, always }
+        Self { first_unit, prefilter, owners, always, free_expressions, free: OnceLock::new() }
+    }
+
+    /// Whether any unit without literals may match in `text`: one search of them all
+    /// together, which answers exactly as searching each would whether one matches.
+    pub(crate) fn free(&self, text: &str) -> bool {
+        if self.always.is_empty() {
+            return false;
+        }
+        let compiled = || compile_many(&self.free_expressions.iter().map(String::as_str).collect::<Vec<_>>()).ok();
+        self.free.get_or_init(compiled).as_ref().is_none_or(|all| all.is_match(text))
     }
 
     /// Whether `pattern`, the `i`th of the search, finds a value that counts in `text`,
@@ -176,9 +201,11 @@ impl Search {
         let mut anywhere = vec![false; units];
         let mut kept = vec![0usize; units];
         let mut first = vec![usize::MAX; units];
-        for &p in &self.always {
-            if let Some(flag) = anywhere.get_mut(p as usize) {
-                *flag = true;
+        if self.free(text) {
+            for &p in &self.always {
+                if let Some(flag) = anywhere.get_mut(p as usize) {
+                    *flag = true;
+                }
             }
         }
         if let Some(ac) = &self.prefilter {
