@@ -106,9 +106,9 @@ fn prefixes(hir: &Hir) -> Option<(Vec<Vec<u8>>, usize)> {
 
 /// Literals every match of `hir` holds somewhere: the prefixes of what follows some item of
 /// a concatenation (`[0-9]{8,10}` then `:AA…` gives `:aa`), found in every branch of an
-/// alternation, or inside a repeated part that must occur. Of several choices the one whose
-/// shortest literal is longest is kept: the rarer the literal, the fewer texts pay for a
-/// whole search.
+/// alternation (its prefixes or what it holds inside), or inside a repeated part that must
+/// occur. Of several choices the one whose shortest literal is longest is kept: the rarer
+/// the literal, the fewer texts pay for a whole search.
 fn inside(hir: &Hir) -> Option<Vec<Vec<u8>>> {
     let better = |a: Option<Vec<Vec<u8>>>, b: Option<Vec<Vec<u8>>>| match (a, b) {
         (Some(a), Some(b)) => Some(if shortest(&b) > shortest(&a) { b } else { a }),
@@ -120,7 +120,7 @@ fn inside(hir: &Hir) -> Option<Vec<Vec<u8>>> {
         HirKind::Alternation(branches) => {
             let mut all = Vec::new();
             for branch in branches {
-                all.extend(extract(branch, ExtractKind::Prefix).or_else(|| inside(branch))?);
+                all.extend(better(extract(branch, ExtractKind::Prefix), inside(branch))?);
             }
             all.sort_unstable();
             all.dedup();
@@ -265,6 +265,9 @@ mod tests {
         // Every branch must hold one.
         assert_eq!(inside(r"sl\.[a-z]{9}|[a-z0-9]{11}AAAAAAAAAA[a-z]{4}"), "aaaaaaaaaa|sl.");
         assert_eq!(literals(r"sl\.[a-z]{9}|[a-z0-9]{11}[a-z]{4}"), Literals::None);
+        // A branch's prefixes only when they are rarer than what it holds inside: a list of
+        // short names before `token=` is found by `token=`.
+        assert_eq!(inside(r"(?:do|gh|api)[0-9]*token=[0-9]+|[0-9]+token=[0-9]+"), "token=");
         // A part that may be absent holds nothing every match has.
         assert_eq!(literals(r"[0-9]{4}(?:-us)?[0-9]{2}"), Literals::None);
         assert_eq!(literals(r"[0-9]{4}(?:x-us)*[0-9]{2}"), Literals::None);
