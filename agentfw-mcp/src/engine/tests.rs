@@ -129,3 +129,24 @@ fn a_quarantine_saved_before_agent_keys_holds_a_new_process_of_its_agent() {
     let elsewhere = Agent { project: "docs".into(), ..restarted.to_agent() };
     assert!(engine.fw.quarantine_for(at(101), &elsewhere).is_none(), "another folder is another agent");
 }
+
+/// The snapshot is streamed into its row as a blob; one an earlier build wrote as text
+/// still restores. Both give back exactly the state that was saved.
+#[test]
+fn a_snapshot_restores_whether_streamed_or_written_as_text_by_an_earlier_build() {
+    let (_dir, home) = home_with_journal(&OLD_JOURNAL);
+    let engine = open(home.clone()).unwrap();
+    let state = engine.fw.snapshot();
+    let expected = serde_json::to_value(&state).unwrap();
+    assert!(engine.db.write_snapshot(at(200), &state).unwrap(), "the journal went into the snapshot");
+    drop(engine);
+    let db = rusqlite::Connection::open(home.db()).unwrap();
+    let kind: String = db.query_row("SELECT typeof(state) FROM snapshot", [], |r| r.get(0)).unwrap();
+    assert_eq!(kind, "blob");
+    assert_eq!(serde_json::to_value(open(home.clone()).unwrap().fw.snapshot()).unwrap(), expected);
+
+    db.execute("UPDATE snapshot SET state = ?1", [serde_json::to_string(&state).unwrap()]).unwrap();
+    let kind: String = db.query_row("SELECT typeof(state) FROM snapshot", [], |r| r.get(0)).unwrap();
+    assert_eq!(kind, "text");
+    assert_eq!(serde_json::to_value(open(home).unwrap().fw.snapshot()).unwrap(), expected);
+}
