@@ -456,6 +456,12 @@ impl Firewall {
         self.state.clone()
     }
 
+    /// The state [`Firewall::snapshot`] copies, to serialize without a copy: a busy
+    /// firewall's state is megabytes, and an adapter writing it to disk needs no second one.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
     /// Judge content with `rules` from now on (a reload swaps them atomically).
     pub fn set_rules(&mut self, rules: Arc<dyn Rules>) {
         self.rules = rules;

@@ -44,9 +44,9 @@
 //! - **Under load, growing with what the firewall remembers**: after 7,200 messages to one
 //!   recipient the firewall's state (the provenance ledger's entries and spans, the limits'
 //!   tracked messages and threads: the core's, kept within its own limits) is 6.2 MB as
-//!   JSON, and the daemon grows by ~16 MiB: that state, plus the copy of it that
-//!   `Firewall::snapshot` returns at each snapshot (every 500 inputs), plus what the
-//!   allocator keeps of both. The snapshot is streamed into SQLite (no string of it).
+//!   JSON, and the daemon grows by ~12 MiB: that state and what the allocator keeps
+//!   around it. A snapshot (every 500 inputs) serializes it in place and streams it into
+//!   SQLite: neither a copy of the state nor a string of it.
 //!
 //! Criterion is not used: it reports each iteration's mean with a confidence interval, not
 //! tail percentiles, throughput under concurrency or a floor taken alongside. Every figure

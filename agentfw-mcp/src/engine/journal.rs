@@ -201,7 +201,7 @@ impl Engine {
     }
 
     pub(super) fn snapshot_in_tx(&mut self, now: Timestamp) -> Result<(), EngineError> {
-        self.erased |= self.db.write_snapshot(now, &self.fw.snapshot())? || self.unpurged;
+        self.erased |= self.db.write_snapshot(now, self.fw.state())? || self.unpurged;
         self.journal_rows = 0;
         self.last_snapshot = now;
         Ok(())
