@@ -1185,6 +1185,16 @@ mod tests {
         assert_eq!(found(&few), Some(0));
     }
 
+    /// The library's patterns (branches of those searched by branches) without a literal.
+    fn without_literals(lib: &PatternLibrary) -> Vec<&Pattern> {
+        lib.sets
+            .values()
+            .flat_map(|s| &s.patterns)
+            .flat_map(Pattern::units)
+            .filter(|p| matches!(p.literals(), Literals::None))
+            .collect()
+    }
+
     /// Patterns without a literal are searched whole in every text, so each costs every
     /// message a pass: the default pack keeps them few (the ones left have only one-byte
     /// separators between classes, like Discord's `[MNO]…\.…\.…`). A pattern searched by
@@ -1192,14 +1202,7 @@ mod tests {
     #[test]
     fn few_patterns_of_the_default_pack_are_searched_whole() {
         let lib = default_library();
-        let whole: Vec<&str> = lib
-            .sets
-            .values()
-            .flat_map(|s| &s.patterns)
-            .flat_map(Pattern::units)
-            .filter(|p| matches!(p.literals(), Literals::None))
-            .map(|p| p.id.as_str())
-            .collect();
+        let whole: Vec<&str> = without_literals(&lib).iter().map(|p| p.id.as_str()).collect();
         let total: usize = lib.sets.values().map(|s| s.patterns.len()).sum();
         assert!(total > 600, "{total}");
         assert!(whole.len() <= 6, "{} of {total} patterns have no literal: {whole:?}", whole.len());
@@ -1242,13 +1245,7 @@ mod tests {
     #[test]
     fn the_search_of_every_pattern_without_literals_says_whether_one_matches() {
         let lib = default_library();
-        let free: Vec<&Pattern> = lib
-            .sets
-            .values()
-            .flat_map(|s| &s.patterns)
-            .flat_map(Pattern::units)
-            .filter(|p| matches!(p.literals(), Literals::None))
-            .collect();
+        let free = without_literals(&lib);
         assert!(!free.is_empty());
         let search = Search::new(&free);
         let hirs: Vec<Hir> = free.iter().map(|p| parse(p.expression()).unwrap()).collect();
