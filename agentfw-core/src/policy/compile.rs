@@ -11,7 +11,7 @@ use cel::{Context, Env, ExecutionError, FunctionContext, IdedExpr, Program};
 use regex::{Regex, RegexBuilder};
 
 use super::context::Memo;
-use super::context::{AGENT_FIELDS, MESSAGE_FIELDS, THREAD_FIELDS};
+use super::context::{AGENT_FIELDS, MESSAGE_FIELDS, SIGNAL_FIELDS, THREAD_FIELDS};
 use super::diagnostic::{Diagnostic, Diagnostics, SourceFile, Span};
 use super::patterns::{PatternLibrary, Placeholders, Union, regex_diagnostic};
 use super::rule::{self, Draft, RuleInfo};
@@ -300,9 +300,9 @@ impl Checker<'_> {
         );
         d = match yaml::closest(name, &["message", "now"]) {
             Some(near) => d.with_hint(format!("did you mean `{near}`?")),
-            None => {
-                d.with_hint("rules read `message` (its body, hops, origin, path, from, to, size, thread) and `now`")
-            }
+            None => d.with_hint(
+                "rules read `message` (its body, hops, origin, path, from, to, size, thread, signals) and `now`",
+            ),
         };
         self.diags.push(d);
     }
@@ -333,6 +333,7 @@ impl Checker<'_> {
         let (children, kind): (&[&str], &str) = match first {
             "from" | "to" => (AGENT_FIELDS, "an agent"),
             "thread" => (THREAD_FIELDS, "a thread"),
+            "signals" => (SIGNAL_FIELDS, "signals"),
             "path" => (&[], "a list of labels"),
             "hops" | "size" => (&[], "a number"),
             _ => (&[], "a string"),
@@ -345,7 +346,8 @@ impl Checker<'_> {
             let note = if children.is_empty() {
                 format!("`message.{first}` is {kind} and has no fields")
             } else if children.contains(&second) {
-                format!("`message.{first}.{second}` is a string and has no fields")
+                let child = if first == "signals" || second == "turns" { "a number" } else { "a string" };
+                format!("`message.{first}.{second}` is {child} and has no fields")
             } else {
                 String::new()
             };

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use cel::Value;
-use cel::common::types::{CelInt, CelString, Type};
+use cel::common::types::{CelDouble, CelInt, CelString, Type};
 use cel::common::value::{CowVal, StaticVal, Val};
 use cel::context::VariableResolver;
 
@@ -35,10 +35,15 @@ pub(crate) const MESSAGE_FIELDS: &[(&str, &str)] = &[
     ("from", "the sending agent"),
     ("to", "the receiving agent"),
     ("thread", "the thread the message belongs to"),
+    (
+        "signals",
+        "numbers computed from the folded text: `injection`, 0 to 1, how much it reads like a prompt injection",
+    ),
 ];
 
 pub(crate) const AGENT_FIELDS: &[&str] = &["id", "agent", "project", "machine", "label"];
 pub(crate) const THREAD_FIELDS: &[&str] = &["id", "turns"];
+pub(crate) const SIGNAL_FIELDS: &[&str] = &["injection"];
 
 /// Resolves `message.*` and `now` for one evaluation.
 pub(crate) struct MessageScope<'m> {
@@ -52,21 +57,33 @@ impl<'m> MessageScope<'m> {
     }
 }
 
-/// What the pattern-set scans of one evaluation found, so that rules testing different
-/// sets on the same text share one scan of it. Rules reach it through the variable
-/// `@memo`, which no rule can spell.
+/// What the pattern-set scans and signals of one evaluation found, so that rules testing
+/// different sets on the same text share one scan of it, and rules reading a signal share
+/// one computation of it. Rules reach it through the variable `@memo`, which no rule can
+/// spell.
 #[derive(Clone, Debug)]
 pub(crate) struct Memo {
     /// Address and length of the body and of the folded text: how a scan knows which one
     /// it was handed.
     texts: [(usize, usize); 2],
     hits: [OnceLock<Hits>; 2],
+    /// `message.signals.injection`, or `None` if the shipped model cannot be read (the
+    /// rule reading it then fails, and so refuses).
+    injection: OnceLock<Option<f64>>,
 }
 
 impl Memo {
     fn new(view: &MessageView<'_>) -> Self {
         let at = |s: &str| (s.as_ptr() as usize, s.len());
-        Self { texts: [at(view.body), at(view.folded)], hits: [OnceLock::new(), OnceLock::new()] }
+        Self {
+            texts: [at(view.body), at(view.folded)],
+            hits: [OnceLock::new(), OnceLock::new()],
+            injection: OnceLock::new(),
+        }
+    }
+
+    fn injection(&self, folded: &str) -> Option<f64> {
+        *self.injection.get_or_init(|| crate::signals::injection(folded).ok())
     }
 
     /// Which text `text` is: 0 for the body, 1 for the folded text.
@@ -137,6 +154,11 @@ fn agent_map(agent: &Agent) -> Value {
 }
 
 impl MessageScope<'_> {
+    fn signals(&self) -> Option<Value> {
+        let injection = self.memo.injection(self.view.folded)?;
+        Some(Value::from(HashMap::from([("injection".to_owned(), Value::Float(injection))])))
+    }
+
     fn thread(&self) -> Value {
         let map: HashMap<String, Value> = HashMap::from([
             ("id".to_owned(), Value::from(self.view.thread.id.to_string())),
@@ -163,6 +185,7 @@ impl MessageScope<'_> {
             "from" => agent_map(v.from),
             "to" => agent_map(v.to),
             "thread" => self.thread(),
+            "signals" => self.signals()?,
             _ => return None,
         })
     }
@@ -186,6 +209,7 @@ impl VariableResolver for MessageScope<'_> {
             "message.origin" => return Some(borrowed(&v.provenance.origin.label)),
             "message.thread.turns" => return Some(int(v.thread.turns)),
             "message.thread.id" => return Some(string(v.thread.id.to_string())),
+            "message.signals.injection" => return Some(CowVal::owned(CelDouble::from(self.memo.injection(v.folded)?))),
             "now" => return value(self.now()?),
             "@memo" => return Some(CowVal::Borrowed(&self.memo)),
             "message" => {

@@ -17,7 +17,8 @@
 //! A rule's condition sees the fields of [`MessageView`] as `message.body`,
 //! `message.folded`, `message.hops`, `message.origin`, `message.path`, `message.size`,
 //! `message.from` / `message.to` (`.id`, `.agent`, `.project`, `.machine`, `.label`),
-//! `message.thread` (`.id`, `.turns`) and `now`. Each is computed only if a rule reads it.
+//! `message.thread` (`.id`, `.turns`), `message.signals.injection` (a number from 0 to 1,
+//! see [`crate::signals`]) and `now`. Each is computed only if a rule reads it.
 
 use std::sync::Arc;
 
