@@ -111,6 +111,7 @@ def build(cache):
     import attacks
     import carriers
     import sources
+    import threads
 
     attacks.check_balance()
     rng = random.Random(SEED)
@@ -141,15 +142,23 @@ def build(cache):
         r = random.Random(f"{SEED}:benign:{fam.name}")
         for _ in range(BENIGN_PER_FAMILY[fam.split]):
             add(fam.split, fam.make(r), "allow", fam.category, f"gen:{fam.name}")
-    # Attacks: alone (as relayed) or placed in a benign message of a package of the same split.
+    # Attacks: alone (as relayed), placed in a relayed thread or note of the same split (so
+    # that the attack's words are the signal, not the carrier's shape), or placed in a
+    # benign message of a package of the same split.
     for fam in attacks.FAMILIES:
         r = random.Random(f"{SEED}:attack:{fam.name}")
         ps = [p for p in pools[fam.split] if p.paragraphs]
         for _ in range(ATTACKS_PER_FAMILY[fam.split]):
             payload = register(r, fam.make(r))
-            if r.random() < 0.45 or not ps:
+            where = r.random()
+            if where < 0.4 or not ps:
                 lead = framing(r)
                 add(fam.split, lead + payload, "deny", fam.category, f"gen:{fam.name}", [len(lead), len(lead + payload)])
+            elif where < 0.6:
+                line = threads.speaker(r, r.randrange(5), payload) if r.random() < 0.5 else payload
+                before, inserted, after = embed(r, line, threads.thread(r, fam.split))
+                add(fam.split, before + inserted + after, "deny", fam.category, f"gen:{fam.name}",
+                    [len(before), len(before + inserted)])
             else:
                 p = r.choice(ps)
                 shape = r.choice([s for s in carriers.CARRIER_SHAPES if carriers.usable(p, s)])
@@ -467,9 +476,12 @@ def render(table, threshold, counts):
 
 
 def set_threshold(threshold):
-    """Writes the threshold chosen on dev into the default pack's rule."""
+    """Writes the threshold chosen on dev into the default pack's rule, if the pack has it."""
     import re
 
+    if not os.path.exists(PACK_RULE):
+        log(f"{PACK_RULE} does not exist: the default pack does not use the score, no threshold written")
+        return
     doc = open(PACK_RULE).read()
     new, n = re.subn(r"message\.signals\.injection >= [0-9.]+", f"message.signals.injection >= {threshold}", doc)
     if n != 1:
