@@ -218,6 +218,9 @@ pub async fn serve_on(
             return ExitCode::from(2);
         }
     };
+    // The writer ends once every sender is gone: this one now, the pumps when their streams
+    // end. Kept, it would hold every session open for the whole grace below.
+    drop(queue);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
     code
 }

@@ -88,3 +88,31 @@ proptest! {
         prop_assert!(answered, "no answer to a ping after {:?}; the server wrote:\n{}", lines, output);
     }
 }
+
+/// A session ends as soon as the client closes its input, its answers all written: nothing
+/// waits out the one-second grace the writer is given (it did, after every session).
+/// Tokio's clock is paused, so any wait shows as virtual time, however loaded the machine.
+#[tokio::test(start_paused = true)]
+async fn an_mcp_session_ends_when_the_client_closes_its_input() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let home = refusing_daemon::start(dir.path());
+    let (mut client, server_in) = tokio::io::duplex(1 << 16);
+    let (server_out, mut from_server) = tokio::io::duplex(1 << 16);
+    let session = tokio::spawn(agentfw_mcp::mcp::serve_on(home, server_in, server_out));
+    client.write_all(refusing_daemon::HANDSHAKE.as_bytes()).await.unwrap();
+    client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}\n").await.unwrap();
+    let mut written = Vec::new();
+    while !String::from_utf8_lossy(&written).contains("\"id\":9") {
+        let mut chunk = [0; 4096];
+        let n = from_server.read(&mut chunk).await.unwrap();
+        assert!(n > 0, "the session closed before answering: {}", String::from_utf8_lossy(&written));
+        written.extend_from_slice(&chunk[..n]);
+    }
+    drop(client);
+    let closed = tokio::time::Instant::now();
+    session.await.unwrap();
+    let took = closed.elapsed();
+    assert!(took < std::time::Duration::from_millis(100), "the session took {took:?} to end after its input closed");
+    from_server.read_to_end(&mut written).await.unwrap();
+}
