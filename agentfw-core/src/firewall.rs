@@ -992,7 +992,7 @@ impl Firewall {
         }));
     }
 
-    fn admin(&mut self, now: Timestamp, action: AdminAction) {
+    pub(crate) fn admin(&mut self, now: Timestamp, action: AdminAction) {
         let s = &mut self.state;
         match action {
             AdminAction::Quarantine { agent, seconds, reason, key } => {
@@ -1041,7 +1041,7 @@ impl Firewall {
         }
     }
 
-    fn expire(&mut self, now: Timestamp) {
+    pub(crate) fn expire(&mut self, now: Timestamp) {
         let s = &mut self.state;
         s.ledger.expire(now);
         s.limits.expire(now);

@@ -3,6 +3,7 @@
 
 pub mod admission;
 pub mod agents;
+pub mod central;
 pub mod code;
 pub mod containment;
 pub mod decode;

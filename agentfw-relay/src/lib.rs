@@ -5,7 +5,9 @@
 //! - [`protocol`]: the wire protocol (one WebSocket per device; JSON control frames,
 //!   binary envelope frames) and the signed routing field that names the agents.
 //! - [`client`]: join, connect with backoff, submit, receive, acknowledge, over `http://`
-//!   or `https://` (rustls), and [`client::PolicyMirror`] to apply central policy locally.
+//!   or `https://` (rustls), and [`client::Directory`] of who is where. The central policy
+//!   is applied locally with the core's mirror of it
+//!   ([`agentfw_core::central::PolicyMirror`]).
 //! - [`ui`]: the script and style sheet the relay's admin dashboard shares with the
 //!   daemon's (`agentfw dashboard`), which is why it is outside the `server` feature.
 //!
@@ -14,7 +16,8 @@
 //! - [`server`]: the relay ([`server::Relay`]): enrollment with invites, device logins,
 //!   store-and-forward until acknowledged, central admission and blocks, the audit log,
 //!   the admin dashboard, and TLS when given a certificate.
-//! - [`policy`]: the central policy, a core firewall fed admin actions (sans-IO).
+//!   Its central policy is the core's ([`agentfw_core::central::Policy`]), so the
+//!   simulation runs the same policy between machines.
 //! - [`store`]: SQLite or PostgreSQL, with group commit and `LISTEN`/`NOTIFY`.
 //! - [`audit`]: the metadata log's records, queries and JSONL export.
 //!
@@ -30,8 +33,6 @@ pub mod ui;
 
 #[cfg(feature = "server")]
 pub mod audit;
-#[cfg(feature = "server")]
-pub mod policy;
 #[cfg(feature = "server")]
 pub mod ratelimit;
 #[cfg(feature = "server")]

@@ -42,7 +42,11 @@
 //! changed on the way, and the core envelope format is unchanged. The relay forwards
 //! routing and envelope byte for byte, so the recipient can check them too.
 
-use agentfw_core::firewall::{AdminAction, Event};
+/// Central policy (AD8, AM2, CT2): one entry of the relay's policy log, or the whole of it
+/// (`reset`), in [`ToDevice::Policy`]. The core owns it, with the relay's policy and the
+/// daemon's mirror that make and read it.
+pub use agentfw_core::central::PolicyFrame;
+use agentfw_core::firewall::Event;
 use agentfw_core::message::{Agent, AgentId, MessageId};
 use agentfw_core::seal::{
     CONTENT_TYPE_MAX, DeviceId, DeviceKeys, Draft, Envelope, Limits, OpenError, PublicBundle, SealError,
@@ -416,17 +420,6 @@ pub enum ToRelay {
     /// This device's key rotation notice (`agentfw-rotate-v1 …`); the relay retires the
     /// old key at once and closes this connection, and the device logs in with the new one.
     Rotate { rotation: String },
-}
-
-/// Central policy (AD8, AM2, CT2), as admin actions to apply to the local firewall in
-/// order. `reset`: these actions are the whole of the relay's policy, replacing what
-/// earlier frames said ([`crate::client::PolicyMirror`] works out what to undo).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyFrame {
-    pub seq: u64,
-    pub reset: bool,
-    pub actions: Vec<AdminAction>,
 }
 
 /// Who is where. `full`: a new directory, replacing earlier frames (a large one continues

@@ -7,11 +7,12 @@ mod common;
 
 use std::time::Duration;
 
+use agentfw_core::central::PolicyMirror;
 use agentfw_core::firewall::AdminAction;
 use agentfw_core::message::MessageId;
 use agentfw_core::seal::Limits;
 use agentfw_relay::Relay;
-use agentfw_relay::client::{Client, ClientError, Incoming, PolicyMirror, join};
+use agentfw_relay::client::{Client, ClientError, Incoming, join};
 use agentfw_relay::clock;
 use agentfw_relay::protocol::Routed;
 use common::*;

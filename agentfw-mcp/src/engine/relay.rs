@@ -5,11 +5,12 @@
 //! like every other input (see the parent module's docs).
 
 use agentfw_core::admission::ComponentId;
+use agentfw_core::central::PolicyMirror;
 use agentfw_core::firewall::{Accepted, AdminAction, Event, Input};
 use agentfw_core::message::{Agent, AgentId, MessageId};
 use agentfw_core::seal::DeviceId;
 use agentfw_core::time::Timestamp;
-use agentfw_relay::client::{Directory, PolicyMirror};
+use agentfw_relay::client::Directory;
 use agentfw_relay::protocol::DirectoryFrame;
 
 use super::{Engine, EngineError, one_line};
@@ -195,7 +196,7 @@ impl Engine {
     }
 
     /// A delivery from the device `sender` into the recipient's inbox, once (by message id).
-    fn receive(&mut self, now: Timestamp, sender: DeviceId, mut message: Accepted) -> Result<(), EngineError> {
+    fn receive(&mut self, now: Timestamp, sender: DeviceId, message: Accepted) -> Result<(), EngineError> {
         if self.db.in_inbox(message.id)? {
             return Ok(());
         }
@@ -208,10 +209,11 @@ impl Engine {
         }
         // The recipient is local; the sender is on the machine of the device that sealed
         // the envelope, named as every machine names it (never empty: not this machine).
-        message.to.machine = String::new();
-        if let Some(relay) = &self.relay {
-            message.from.machine = machine_name(&relay.directory, sender, &message.from);
-        }
+        let from = match &self.relay {
+            Some(relay) => machine_name(&relay.directory, sender, &message.from),
+            None => message.from.machine.clone(),
+        };
+        let message = message.arrived_from(&from);
         self.enqueue(now, &message, &[])?;
         self.accepted_for.push(message.to.id.clone());
         Ok(())

@@ -90,7 +90,7 @@ pub enum Incoming {
         reason: String,
     },
     Delivery(Box<Delivery>),
-    /// Apply with a [`PolicyMirror`](super::PolicyMirror).
+    /// Apply with a [`PolicyMirror`](agentfw_core::central::PolicyMirror).
     Policy(PolicyFrame),
     /// Apply to a [`Directory`](super::Directory).
     Directory(DirectoryFrame),

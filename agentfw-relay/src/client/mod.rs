@@ -11,22 +11,24 @@
 //!   instances). Store it, then [`Client::ack`] it; drop repeats by message id (the core's
 //!   `ReplayCache` refuses them as `open.replayed`: acknowledge those too).
 //!
-//! [`PolicyMirror`] turns policy frames into the admin actions for the local firewall, and
-//! [`Directory`] keeps who is where.
+//! [`Directory`] keeps who is where; the core's [`PolicyMirror`] turns policy frames into
+//! the admin actions for the local firewall.
+//!
+//! [`PolicyMirror`]: agentfw_core::central::PolicyMirror
 
 use agentfw_core::seal::DeviceKeys;
 
 use crate::protocol::{self, ENROLL_CONTEXT, ENROLL_PATH, EnrollRequest, EnrollResponse};
 
 mod connection;
+mod directory;
 mod endpoint;
 pub mod http;
-mod mirror;
 mod tls;
 
 pub use connection::{Client, ClientConfig, Delivery, Incoming, Submitted};
+pub use directory::Directory;
 pub use endpoint::Endpoint;
-pub use mirror::{Directory, PolicyMirror};
 
 /// Why a client call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

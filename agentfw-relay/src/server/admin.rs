@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use agentfw_core::admission::{ComponentId, Inventory, Mode, Score};
-use agentfw_core::containment::TextId;
+use agentfw_core::central::Policy;
+use agentfw_core::containment::{ContainmentConfig, TextId};
 use agentfw_core::firewall::AdminAction;
 use agentfw_core::message::AgentId;
 use agentfw_core::seal::DeviceId;
@@ -34,7 +35,6 @@ use serde_json::json;
 use super::{Shared, create_invite, now};
 use crate::audit::{AuditQuery, parse_time, to_jsonl};
 use crate::clock;
-use crate::policy::DEFAULT_QUARANTINE;
 use crate::protocol::ApiError;
 
 /// The dashboard: a page, its script, and the script and styles it shares with the
@@ -319,7 +319,7 @@ async fn overview(_: Admin, State(shared): State<Arc<Shared>>) -> Response {
     .into_response()
 }
 
-fn admission_view(policy: &crate::policy::Policy) -> serde_json::Value {
+fn admission_view(policy: &Policy) -> serde_json::Value {
     let admission = policy.admission();
     let mut components: BTreeMap<String, Option<Score>> = BTreeMap::new();
     for (_, cs) in admission.inventory().agents() {
@@ -410,13 +410,14 @@ async fn quarantine(_: Admin, State(shared): State<Arc<Shared>>, b: Body<Quarant
     if q.agent.trim().is_empty() {
         return error(StatusCode::BAD_REQUEST, "admin.bad_request", "give the agent to quarantine");
     }
-    let seconds = q.seconds.unwrap_or(DEFAULT_QUARANTINE.as_secs()).clamp(1, 365 * 86_400);
+    // Unless the admin says otherwise, as long as the firewall quarantines (CT1: an hour).
+    let seconds = q.seconds.unwrap_or_else(|| ContainmentConfig::default().quarantine.as_secs()).clamp(1, 365 * 86_400);
     let reason = if q.reason.trim().is_empty() { "quarantined by the admin".to_owned() } else { q.reason };
     // An agent the relay knows is held by its key: every process of it, on every machine.
     let agent = AgentId::new(q.agent);
     let known = shared.agents.read().ok().and_then(|a| a.get(&agent).map(|row| (row.device, row.agent.clone())));
-    let key = known.map(|(device, a)| shared.on_its_machine(device, a).key(""));
-    apply(&shared, vec![AdminAction::Quarantine { agent, seconds, reason, key }]).await
+    let known = known.map(|(device, a)| shared.on_its_machine(device, a));
+    apply(&shared, vec![Policy::quarantine(agent, known.as_ref(), seconds, reason)]).await
 }
 
 #[derive(Deserialize)]

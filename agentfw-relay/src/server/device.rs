@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use agentfw_core::admission::ComponentId;
 use agentfw_core::firewall::{AdminAction, Event};
 use agentfw_core::message::{Agent, AgentId, MessageId};
+use agentfw_core::route::{Route, Verdict};
 use agentfw_core::seal::{DeviceId, Rotation};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::{ConnectInfo, State};
@@ -23,7 +24,6 @@ use super::hub::{Flags, Wake};
 use super::{DeviceInfo, Shared, now, stopped};
 use crate::audit::{AuditRecord, RELAY};
 use crate::clock;
-use crate::policy::Check;
 use crate::protocol::{
     self, AUTH_CONTEXT, BundleEntry, DeliverFrame, FrameError, PolicyFrame, SubmitFrame, ToDevice, ToRelay, VERSION,
     auth_message, codes,
@@ -541,7 +541,7 @@ impl Conn {
         let policy = match refusal {
             Some((code, reason)) => Check::Deny { code: code.to_owned(), reason },
             None => match self.shared.policy.read() {
-                Ok(p) => p.check(t, &from, &to),
+                Ok(p) => Check::from(p.check(t, &from, &to)),
                 Err(_) => Check::Deny { code: codes::UNAVAILABLE.to_owned(), reason: "policy unavailable".to_owned() },
             },
         };
@@ -806,6 +806,31 @@ fn claim_agent(shared: &Shared, agent: Agent, device: DeviceId) {
             live: true,
             last_seen: now(),
         });
+    }
+}
+
+/// The relay's verdict on one envelope: its own checks' codes, or the central policy's.
+enum Check {
+    /// Pass it on; report-only admission warnings, if any (AD6).
+    Allow {
+        warnings: Vec<(String, String)>,
+    },
+    Deny {
+        code: String,
+        reason: String,
+    },
+}
+
+impl From<Route> for Check {
+    fn from(route: Route) -> Self {
+        match route.verdict {
+            Verdict::Pass { .. } => Check::Allow {
+                warnings: route.warnings.into_iter().map(|(_, r)| (r.code.to_string(), r.text)).collect(),
+            },
+            Verdict::Refuse(r) | Verdict::Hold { reason: r, .. } => {
+                Check::Deny { code: r.code.to_string(), reason: r.text }
+            }
+        }
     }
 }
 

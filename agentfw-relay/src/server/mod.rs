@@ -18,9 +18,9 @@ use tokio::task::JoinHandle;
 
 use crate::audit::{AuditRecord, RELAY};
 use crate::clock;
-use crate::policy::{Policy, PolicySnapshot};
 use crate::protocol::{self, AgentEntry, DeviceEntry, DirectoryFrame, PolicyFrame, ToDevice, WireLimits};
 use crate::store::{AfterCommit, AgentRow, DeviceRow, Note, Store, StoreError, Writer};
+use agentfw_core::central::{Policy, PolicySnapshot};
 
 pub mod admin;
 mod device;

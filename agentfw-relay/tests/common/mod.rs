@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use agentfw_core::central::PolicyMirror;
 use agentfw_core::firewall::{
     Accepted, AdminAction, Config as FirewallConfig, Event, Firewall, Input, Outgoing, Output,
 };
@@ -16,7 +17,7 @@ use agentfw_core::message::{Agent, MessageId};
 use agentfw_core::policy::{MessageView, RuleVerdict, Rules, Stage};
 use agentfw_core::seal::{self, DeviceId, DeviceKeys, Keyring, Limits, OpenError, ReplayCache, Rotation};
 use agentfw_core::time::Timestamp;
-use agentfw_relay::client::{Client, ClientConfig, Directory, Endpoint, Incoming, PolicyMirror, http};
+use agentfw_relay::client::{Client, ClientConfig, Directory, Endpoint, Incoming, http};
 use agentfw_relay::protocol::Routed;
 use agentfw_relay::{Config, Relay, clock};
 use rand_chacha::ChaCha20Rng;

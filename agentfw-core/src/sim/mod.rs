@@ -1,6 +1,9 @@
 //! A deterministic simulation: several agents, their inboxes and one fake clock around a
 //! [`Firewall`], so whole stories (a question and its answer, a three-hop worm, a loop)
 //! run as plain unit tests. It is what an adapter does, minus the I/O.
+//!
+//! [`Network`] runs several of them as machines on one relay: the relay's central policy
+//! and each daemon's mirror of it, the same types the relay and the daemon use.
 
 use core::time::Duration;
 use std::collections::{BTreeMap, VecDeque};
@@ -10,6 +13,10 @@ use rand_core::CryptoRng;
 use crate::firewall::{Accepted, AdminAction, Event, Firewall, Input, Outgoing, Output};
 use crate::message::{Agent, AgentId, MessageId};
 use crate::time::Timestamp;
+
+mod network;
+
+pub use network::{Machine, Network};
 
 /// A firewall, an inbox per agent, a clock and an RNG.
 #[derive(Debug)]
@@ -36,9 +43,15 @@ impl<R: CryptoRng> Sim<R> {
         let outgoing = Outgoing { from: from.clone(), to: to.clone(), body: text.to_owned(), reply_to };
         let out = self.input(Input::Send(outgoing));
         if let Output::Accepted { message, .. } = &out {
-            self.inboxes.entry(message.to.id.clone()).or_default().push_back(message.clone());
+            self.receive(message.clone());
         }
         out
+    }
+
+    /// A message accepted by a firewall, this one or another machine's, lands in its
+    /// recipient's inbox here.
+    pub fn receive(&mut self, message: Accepted) {
+        self.inboxes.entry(message.to.id.clone()).or_default().push_back(message);
     }
 
     /// `agent` checks its inbox: every waiting message is delivered or refused; held ones

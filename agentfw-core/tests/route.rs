@@ -1,22 +1,22 @@
 //! The relay and the daemons share one route check (AM2, CT1, TR1, AD8): on every
 //! combination of a disconnected pair, a quarantine on either end, the trust file's say and
 //! admission (off, report-only, enforced; either end over the threshold), the relay's
-//! `Policy::check` refuses an envelope with exactly the code the firewalls at its two ends
+//! central `Policy::check` refuses an envelope with exactly the code the firewalls at its two ends
 //! refuse or hold it with (the sender's on send, then the recipient's on delivery), and
 //! warns about the same agents when it passes.
 
-#![cfg(feature = "server")]
 #![allow(clippy::panic, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 
 use agentfw_core::admission::{Inventory, Mode};
+use agentfw_core::central::Policy;
 use agentfw_core::firewall::{AdminAction, Config, Event, Firewall, Input, Outgoing, Output};
 use agentfw_core::message::{Agent, AgentId};
 use agentfw_core::policy::SourceFile;
+use agentfw_core::route::Verdict;
 use agentfw_core::time::Timestamp;
 use agentfw_core::trust::{Trust, TrustFile};
-use agentfw_relay::policy::{Check, Policy};
 use rand_chacha::ChaCha20Rng;
 use rand_core::SeedableRng;
 
@@ -121,9 +121,9 @@ fn the_relay_and_the_firewalls_agree_on_every_combination() {
                         policy.apply(1, T0, &actions);
                         let relay = policy.check(T0, &sender, &recipient);
                         let (fw_code, warned) = firewalls(&actions);
-                        let agree = match (&relay, &fw_code) {
-                            (Check::Deny { code, .. }, Some(fw)) => code == fw,
-                            (Check::Allow { warnings }, None) => warnings.len() == warned.len(),
+                        let agree = match (&relay.verdict, &fw_code) {
+                            (Verdict::Refuse(r), Some(fw)) => r.code.to_string() == *fw,
+                            (Verdict::Pass { .. }, None) => relay.warnings.len() == warned.len(),
                             _ => false,
                         };
                         codes.insert(fw_code.clone().unwrap_or_else(|| "pass".into()));

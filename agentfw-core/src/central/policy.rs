@@ -1,38 +1,19 @@
 //! The relay's central policy (AD8, AM2, CT2): admission facts and settings, admin blocks,
 //! quarantines and remembered texts.
 //!
-//! The state is a core [`Firewall`] that is only ever fed [`AdminAction`]s, so the relay
-//! and every daemon interpret an action the same way. Every change is an entry in the
-//! policy log (a sequence number, a time, actions); the state is the log applied in order,
-//! each entry at its own time. Devices get the whole state as actions when they connect
+//! The state is a [`Firewall`] that is only ever fed [`AdminAction`]s, so the relay and
+//! every daemon interpret an action the same way. Every change is an entry in the policy
+//! log (a sequence number, a time, actions); the state is the log applied in order, each
+//! entry at its own time. Devices get the whole state as actions when they connect
 //! ([`Policy::snapshot_actions`]) and each later entry as it commits.
-//!
-//! Sans-IO like the core: time comes from the caller.
 
-use core::time::Duration;
-
-use agentfw_core::admission::{Admission, Component, ComponentId, Mode, Score};
-use agentfw_core::containment::Quarantine;
-use agentfw_core::firewall::{AdminAction, Config, Disconnection, Event, Firewall, Input};
-use agentfw_core::message::{Agent, AgentId};
-use agentfw_core::route::{Checkpoint, Verdict};
-use agentfw_core::time::Timestamp;
-use rand_chacha::ChaCha20Rng;
-use rand_core::SeedableRng;
+use crate::admission::{Admission, Component, ComponentId, Mode, Score};
+use crate::containment::{Quarantine, Remembered};
+use crate::firewall::{AdminAction, Config, Disconnection, Event, Firewall, State};
+use crate::message::{Agent, AgentId};
+use crate::route::{Checkpoint, Route};
+use crate::time::Timestamp;
 use serde::{Deserialize, Serialize};
-
-/// The relay's verdict on one envelope, from metadata only.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Check {
-    /// Pass it on; report-only admission warnings, if any (AD6).
-    Allow {
-        warnings: Vec<(String, String)>,
-    },
-    Deny {
-        code: String,
-        reason: String,
-    },
-}
 
 /// The central policy. See the module docs.
 #[derive(Debug)]
@@ -45,7 +26,7 @@ pub struct Policy {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PolicySnapshot {
     pub seq: u64,
-    pub state: agentfw_core::firewall::State,
+    pub state: State,
 }
 
 impl Default for Policy {
@@ -82,10 +63,8 @@ impl Policy {
         if seq <= self.seq {
             return;
         }
-        // Admin actions draw no randomness; the generator only satisfies the signature.
-        let mut rng = ChaCha20Rng::seed_from_u64(seq);
         for action in actions {
-            let _ = self.firewall.handle(at, &mut rng, Input::Admin(action.clone()));
+            self.firewall.admin(at, action.clone());
         }
         while self.firewall.poll_event().is_some() {}
         self.seq = seq;
@@ -93,29 +72,17 @@ impl Policy {
 
     /// Drops quarantines and remembered texts that ran out.
     pub fn expire(&mut self, now: Timestamp) {
-        let mut rng = ChaCha20Rng::seed_from_u64(0);
-        let _ = self.firewall.handle(now, &mut rng, Input::Timeout);
+        self.firewall.expire(now);
         while self.firewall.poll_event().is_some() {}
     }
 
     /// Re-checks an envelope from `from` to `to` by metadata, with the core's route check
-    /// at the relay's checkpoint ([`agentfw_core::route`]): disconnected pair, quarantine,
-    /// trust, then admission of the sender and the recipient (AM2, CT1, TR1, AD8), so the
-    /// relay refuses for the same reason, in the same order, as the daemons at either end.
-    pub fn check(&self, now: Timestamp, from: &Agent, to: &Agent) -> Check {
-        let route = self.firewall.route(now, Checkpoint::Relay, from, to);
-        match route.verdict {
-            Verdict::Pass { .. } => Check::Allow {
-                warnings: route
-                    .warnings
-                    .into_iter()
-                    .map(|(_, reason)| (reason.code.to_string(), reason.text))
-                    .collect(),
-            },
-            Verdict::Refuse(reason) | Verdict::Hold { reason, .. } => {
-                Check::Deny { code: reason.code.to_string(), reason: reason.text }
-            }
-        }
+    /// at the relay's checkpoint ([`crate::route`]): disconnected pair, quarantine, trust,
+    /// then admission of the sender and the recipient (AM2, CT1, TR1, AD8), so the relay
+    /// refuses for the same reason, in the same order, as the daemons at either end. At the
+    /// relay nothing is held: the verdict passes or refuses.
+    pub fn check(&self, now: Timestamp, from: &Agent, to: &Agent) -> Route {
+        self.firewall.route(now, Checkpoint::Relay, from, to)
     }
 
     /// The pair's block, if an admin disconnected it.
@@ -146,7 +113,7 @@ impl Policy {
     }
 
     /// Remembered texts (fingerprints and why, never the text).
-    pub fn remembered(&self) -> impl Iterator<Item = &agentfw_core::containment::Remembered> {
+    pub fn remembered(&self) -> impl Iterator<Item = &Remembered> {
         self.firewall.containment().remembered()
     }
 
@@ -196,7 +163,7 @@ impl Policy {
             Event::Remembered { text, message, rule, reason, prints } => {
                 let known = self.firewall.containment().recall(now, prints).is_some();
                 (!known).then(|| AdminAction::Remember {
-                    remembered: agentfw_core::containment::Remembered {
+                    remembered: Remembered {
                         text: *text,
                         message: *message,
                         rule: rule.clone(),
@@ -207,6 +174,13 @@ impl Policy {
             }
             _ => None,
         }
+    }
+
+    /// An admin's quarantine of `agent` (CT3): when the relay knows the agent (`known`, named
+    /// on its machine), by its key, so every process of it on every machine is held; else
+    /// the session alone.
+    pub fn quarantine(agent: AgentId, known: Option<&Agent>, seconds: u64, reason: String) -> AdminAction {
+        AdminAction::Quarantine { agent, seconds, reason, key: known.map(|a| a.key("")) }
     }
 
     /// An agent's components rated from what the inventory knows (AD5): every rating any
@@ -228,17 +202,29 @@ impl Policy {
     }
 }
 
-/// How long an admin's quarantine lasts unless the admin says otherwise: an hour, as CT1.
-pub const DEFAULT_QUARANTINE: Duration = Duration::from_secs(3600);
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
+    use core::time::Duration;
+
     use super::*;
-    use agentfw_core::admission::Inventory;
+    use crate::admission::Inventory;
+    use crate::firewall::Reason;
+    use crate::route::Verdict;
 
     const T0: Timestamp = Timestamp::from_millis(1_767_225_600_000);
+
+    /// The relay's answer as codes and texts: a pass's warnings, or the refusal.
+    fn check(p: &Policy, now: Timestamp, from: &Agent, to: &Agent) -> Result<Vec<(String, String)>, (String, String)> {
+        let route = p.check(now, from, to);
+        let text = |r: Reason| (r.code.to_string(), r.text);
+        match route.verdict {
+            Verdict::Pass { .. } => Ok(route.warnings.into_iter().map(|(_, r)| text(r)).collect()),
+            Verdict::Refuse(r) => Err(text(r)),
+            Verdict::Hold { .. } => panic!("the relay holds nothing"),
+        }
+    }
 
     fn agents() -> (Agent, Agent) {
         (Agent::new("claude:web:1:1", "claude", "web"), Agent::new("codex:api:2:2", "codex", "api"))
@@ -248,8 +234,9 @@ mod tests {
     fn blocks_quarantines_and_admission_refuse_by_metadata() {
         let (web, api) = agents();
         let mut p = Policy::new();
-        assert_eq!(p.check(T0, &web, &api), Check::Allow {
-            warnings: vec![
+        assert_eq!(
+            check(&p, T0, &web, &api),
+            Ok(vec![
                 (
                     "admission.would_refuse".into(),
                     "would refuse: the sender, web (claude), is not admitted to the network: it is not in the admission inventory yet; retry in a few seconds, and if it persists ask your user".into()
@@ -258,8 +245,8 @@ mod tests {
                     "admission.would_refuse".into(),
                     "would refuse: the recipient, api (codex), is not admitted to the network: it is not in the admission inventory yet; retry in a few seconds, and if it persists ask your user".into()
                 )
-            ]
-        });
+            ])
+        );
         let inventory = Inventory::from_json(
             r#"{"agents": [{"agent": "web (claude)", "components": [{"id": "mcp:github", "score": 7.5}]},
                            {"agent": "api (codex)", "components": [{"id": "mcp:fs", "score": 2.0}]}]}"#,
@@ -270,22 +257,22 @@ mod tests {
             T0,
             &[AdminAction::SetInventory { inventory }, AdminAction::SetAdmissionMode { mode: Mode::Enforce }],
         );
-        let Check::Deny { code, reason } = p.check(T0, &web, &api) else { panic!() };
+        let (code, reason) = check(&p, T0, &web, &api).unwrap_err();
         assert_eq!(code, "admission.refused");
         assert_eq!(reason, "the sender, web (claude), is not admitted to the network: mcp:github is HIGH (7.5)");
         p.apply(2, T0, &[AdminAction::Except { component: ComponentId::mcp("github").unwrap() }]);
-        assert_eq!(p.check(T0, &web, &api), Check::Allow { warnings: vec![] });
+        assert_eq!(check(&p, T0, &web, &api), Ok(vec![]));
         p.apply(
             3,
             T0,
             &[AdminAction::Quarantine { agent: api.id.clone(), seconds: 60, reason: "admin".into(), key: None }],
         );
-        let Check::Deny { code, .. } = p.check(T0, &web, &api) else { panic!() };
+        let (code, _) = check(&p, T0, &web, &api).unwrap_err();
         assert_eq!(code, "containment.quarantined");
         // Applied at its own time: a replayed log does not extend it.
-        assert_eq!(p.check(T0 + Duration::from_secs(61), &web, &api), Check::Allow { warnings: vec![] });
+        assert_eq!(check(&p, T0 + Duration::from_secs(61), &web, &api), Ok(vec![]));
         p.apply(4, T0, &[AdminAction::Disconnect { a: api.id.clone(), b: web.id.clone(), reason: String::new() }]);
-        let Check::Deny { code, reason } = p.check(T0 + Duration::from_secs(61), &web, &api) else { panic!() };
+        let (code, reason) = check(&p, T0 + Duration::from_secs(61), &web, &api).unwrap_err();
         assert_eq!(
             (code.as_str(), reason.as_str()),
             ("admin.disconnected", "an admin disconnected web (claude) from api (codex)")

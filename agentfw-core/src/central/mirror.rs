@@ -1,19 +1,16 @@
-//! What the relay says centrally, kept on the device: [`PolicyMirror`] for policy frames,
-//! [`Directory`] for who is where.
+//! What the relay says centrally, kept on the device: [`PolicyMirror`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
-use agentfw_core::admission::ComponentId;
-use agentfw_core::containment::TextId;
-use agentfw_core::firewall::AdminAction;
-use agentfw_core::message::AgentId;
-use agentfw_core::seal::DeviceId;
-
-use crate::protocol::{AgentEntry, DeviceEntry, DirectoryFrame, PolicyFrame};
+use super::PolicyFrame;
+use crate::admission::ComponentId;
+use crate::containment::TextId;
+use crate::firewall::AdminAction;
+use crate::message::AgentId;
 
 /// What the relay's policy frames mean for the local firewall (AD8, AM2, CT2).
 ///
-/// Feed every [`Incoming::Policy`](super::Incoming::Policy) to [`PolicyMirror::apply`] and hand the actions it
+/// Feed every policy frame from the relay to [`PolicyMirror::apply`] and hand the actions it
 /// returns to the firewall in order (`Input::Admin`). A reset frame replaces what earlier
 /// frames said: the mirror remembers what the relay had set (blocks, quarantines,
 /// exceptions, remembered texts) and undoes what the reset no longer has, without touching
@@ -102,46 +99,8 @@ impl PolicyMirror {
     }
 }
 
-/// Who is where, kept from [`Incoming::Directory`](super::Incoming::Directory) frames.
-#[derive(Clone, Debug, Default)]
-pub struct Directory {
-    pub devices: HashMap<DeviceId, DeviceEntry>,
-    pub agents: HashMap<AgentId, AgentEntry>,
-}
-
-impl Directory {
-    pub fn apply(&mut self, frame: DirectoryFrame) {
-        let DirectoryFrame { full, devices, agents } = frame;
-        if full {
-            self.devices.clear();
-            self.agents.clear();
-        }
-        let changed: BTreeSet<DeviceId> =
-            devices.iter().map(|d| d.device).chain(agents.iter().map(|a| a.device)).collect();
-        for d in devices {
-            self.devices.insert(d.device, d);
-        }
-        if !full {
-            // A change lists all of a device's agents: those it no longer lists are gone.
-            self.agents.retain(|_, a| !changed.contains(&a.device));
-        }
-        for a in agents {
-            self.agents.insert(a.agent.id.clone(), a);
-        }
-    }
-
-    /// The device an agent runs on, if it is live.
-    pub fn device_of(&self, agent: &AgentId) -> Option<DeviceId> {
-        self.agents.get(agent).filter(|a| a.live).map(|a| a.device)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use agentfw_core::message::Agent;
-
     use super::*;
 
     fn agent(n: &str) -> AgentId {
@@ -167,18 +126,5 @@ mod tests {
         let out = mirror.apply(&frame(5, true, std::slice::from_ref(&q2)));
         assert_eq!(out, vec![AdminAction::Reconnect { a: agent("a"), b: agent("b") }, q2]);
         assert_eq!(mirror.seq, 5);
-    }
-
-    #[test]
-    fn the_directory_replaces_a_devices_agents_on_change() {
-        let d1: DeviceId = "00000000000000000000000000000001".parse().unwrap();
-        let entry = |id: &str, live| AgentEntry { agent: Agent::new(id, "claude", id), device: d1, live };
-        let mut dir = Directory::default();
-        dir.apply(DirectoryFrame { full: true, devices: vec![], agents: vec![entry("a", true), entry("b", true)] });
-        assert_eq!(dir.device_of(&agent("a")), Some(d1));
-        dir.apply(DirectoryFrame { full: false, devices: vec![], agents: vec![entry("b", true)] });
-        assert_eq!(dir.device_of(&agent("a")), None);
-        dir.apply(DirectoryFrame { full: false, devices: vec![], agents: vec![entry("b", false)] });
-        assert_eq!(dir.device_of(&agent("b")), None);
     }
 }
