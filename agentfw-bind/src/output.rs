@@ -51,3 +51,43 @@ pub fn flatten(out: Output) -> Flat {
         Output::Done => Flat { kind: "done", ..Flat::default() },
     }
 }
+
+/// Defines a binding's `Overlay`: what a teammate's messages may lead the receiving agent to
+/// do without asking its user (TR1, DL4), the core's [`Overlay`] with its text rendered,
+/// and the conversion from it. The bindings differ only in the attributes that export the
+/// type and in whether its fields are public (napi reads public fields, pyo3's `get_all`
+/// private ones), so the shape and the conversion are written once, here:
+/// `agentfw_bind::overlay! { #[napi(object)] [pub] }`, the fields' visibility in brackets.
+#[macro_export]
+macro_rules! overlay {
+    ($(#[$attr:meta])* [$($field:tt)*]) => {
+        /// What a teammate's messages may lead the receiving agent to do without asking its
+        /// user (TR1, DL4), from the trust file; `text` is the block to show under the fence.
+        $(#[$attr])*
+        #[derive(Clone, Debug)]
+        pub struct Overlay {
+            /// Whether the sender has an entry in the trust file (an unlisted sender let
+            /// through by `unknown_teammates.policy: allow` gets no pre-approvals).
+            $($field)* listed: bool,
+            $($field)* auto_read: bool,
+            $($field)* auto_test: bool,
+            $($field)* auto_write_paths: Vec<String>,
+            $($field)* require_approval: Vec<String>,
+            $($field)* text: String,
+        }
+
+        impl From<::agentfw_core::trust::Overlay> for Overlay {
+            fn from(o: ::agentfw_core::trust::Overlay) -> Self {
+                let text = o.render();
+                Overlay {
+                    listed: o.listed,
+                    auto_read: o.auto_read,
+                    auto_test: o.auto_test,
+                    auto_write_paths: o.auto_write_paths,
+                    require_approval: o.require_approval,
+                    text,
+                }
+            }
+        }
+    };
+}

@@ -8,7 +8,6 @@ use agentfw_core::firewall::{self as core, Accepted, AdminAction, Firewall as Co
 use agentfw_core::message::{self, AgentId, MessageId, ThreadId};
 use agentfw_core::provenance;
 use agentfw_core::time::Timestamp;
-use agentfw_core::trust::Overlay as TrustOverlay;
 use napi::bindgen_prelude::{Buffer, ClassInstance, Either};
 use napi_derive::napi;
 use rand_chacha::ChaCha20Rng;
@@ -165,34 +164,7 @@ pub struct Refusal {
     pub message: String,
 }
 
-/// What a teammate's messages may lead the receiving agent to do without asking its user
-/// (TR1, DL4), from the trust file; `text` is the block to show under the fence.
-#[napi(object)]
-#[derive(Clone, Debug)]
-pub struct Overlay {
-    /// Whether the sender has an entry in the trust file (an unlisted sender let through by
-    /// `unknown_teammates.policy: allow` gets no pre-approvals).
-    pub listed: bool,
-    pub auto_read: bool,
-    pub auto_test: bool,
-    pub auto_write_paths: Vec<String>,
-    pub require_approval: Vec<String>,
-    pub text: String,
-}
-
-impl From<TrustOverlay> for Overlay {
-    fn from(o: TrustOverlay) -> Self {
-        let text = o.render();
-        Overlay {
-            listed: o.listed,
-            auto_read: o.auto_read,
-            auto_test: o.auto_test,
-            auto_write_paths: o.auto_write_paths,
-            require_approval: o.require_approval,
-            text,
-        }
-    }
-}
+agentfw_bind::overlay! { #[napi(object)] [pub] }
 
 /// The firewall's answer to one input. `kind` is `accepted`, `delivered`, `held`,
 /// `refused` or `done`; the other fields are set where that kind has them. In

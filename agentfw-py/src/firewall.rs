@@ -11,7 +11,6 @@ use agentfw_core::firewall::{
 };
 use agentfw_core::message::{self, AgentId, MessageId};
 use agentfw_core::provenance;
-use agentfw_core::trust::Overlay as TrustOverlay;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rand_chacha::ChaCha20Rng;
@@ -193,34 +192,7 @@ pub struct Refusal {
     message: String,
 }
 
-/// What a teammate's messages may lead the receiving agent to do without asking its user
-/// (TR1, DL4), from the trust file; `text` is the block to show under the fence.
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct Overlay {
-    /// Whether the sender has an entry in the trust file (an unlisted sender let through by
-    /// `unknown_teammates.policy: allow` gets no pre-approvals).
-    listed: bool,
-    auto_read: bool,
-    auto_test: bool,
-    auto_write_paths: Vec<String>,
-    require_approval: Vec<String>,
-    text: String,
-}
-
-impl From<TrustOverlay> for Overlay {
-    fn from(o: TrustOverlay) -> Self {
-        let text = o.render();
-        Overlay {
-            listed: o.listed,
-            auto_read: o.auto_read,
-            auto_test: o.auto_test,
-            auto_write_paths: o.auto_write_paths,
-            require_approval: o.require_approval,
-            text,
-        }
-    }
-}
+agentfw_bind::overlay! { #[pyclass(frozen, get_all, module = "agentfw._agentfw")] [] }
 
 /// The firewall's answer to one input. `kind` is `accepted`, `delivered`, `held`,
 /// `refused` or `done`; the other fields are set where that kind has them.
