@@ -253,7 +253,9 @@ export interface CaseResult {
   note: string
   text: string
   hops: number
+  /** `sending` or `delivering`. */
   on: string
+  /** `allow` or `deny`. */
   want: string
   rule?: string
   file: string
@@ -268,8 +270,9 @@ export interface CaseResult {
  */
 export declare function configuredServers(file: string, contents: string, project?: string | undefined | null): Array<string>
 
-/** One problem in a rule, pattern or case file. */
+/** One problem in a rule, pattern or case file: where, what, and how to fix it. */
 export interface Diagnostic {
+  /** A stable identifier such as `policy.unknown_variable`. */
   code: string
   message: string
   file: string
@@ -314,10 +317,11 @@ export interface Evaluation {
   sentence?: string
 }
 
-/** A verdict and why (PR6). */
+/** A verdict and why: the rule that decided and every rule's outcome (PR6). */
 export interface Explanation {
   verdict: Verdict
   decidedBy?: string
+  /** Whether the verdict is a refusal because a rule failed to evaluate (PR7). */
   failed: boolean
   outcomes: Array<RuleOutcome>
 }
@@ -361,6 +365,7 @@ export interface Header {
   sender: string
   recipient: string
   id: string
+  /** When the sender sealed it, by the sender's clock (ms since the epoch). */
   timestamp: number
   contentType: string
 }
@@ -386,15 +391,15 @@ export declare function isInvisible(ch: string): boolean
 /** Whether `ch` (one character) breaks a line. */
 export declare function isLineBreak(ch: string): boolean
 
-/** Options of calls that make keys. */
-export interface KeyOptions {
-  now?: number
-}
-
 /** How to judge a text: hops travelled (default 1), stage (default `sending`), time. */
 export interface JudgeOptions {
   hops?: number
   on?: string
+  now?: number
+}
+
+/** Options of calls that make keys. */
+export interface KeyOptions {
   now?: number
 }
 
@@ -449,15 +454,14 @@ export interface OpenOptions {
   maxPlaintext?: number
 }
 
-
 /**
- * What a teammate's messages may lead the receiving agent to do without asking its user
- * (TR1, DL4), from the trust file; `text` is the block to show under the fence.
+ * What a teammate's messages may lead the receiving agent to do without asking its
+ * user (TR1, DL4), from the trust file; `text` is the block to show under the fence.
  */
 export interface Overlay {
   /**
-   * Whether the sender has an entry in the trust file (an unlisted sender let through by
-   * `unknown_teammates.policy: allow` gets no pre-approvals).
+   * Whether the sender has an entry in the trust file (an unlisted sender let
+   * through by `unknown_teammates.policy: allow` gets no pre-approvals).
    */
   listed: boolean
   autoRead: boolean
@@ -530,8 +534,10 @@ export interface Rotated {
 /** A loaded rule. */
 export interface RuleInfo {
   id: string
+  /** `sending`, `delivering` or both. */
   on: Array<string>
   when: string
+  /** `allow` or `deny`. */
   verdict: string
   reason: string
   description?: string
@@ -542,9 +548,11 @@ export interface RuleInfo {
 /** What one rule made of one text. */
 export interface RuleOutcome {
   rule: string
+  /** `allow` or `deny`: what the rule says when it matches. */
   verdict: string
   /** `matched`, `not_matched` or `failed`. */
   result: string
+  /** Why the rule failed to evaluate, if it did. */
   error?: string
 }
 

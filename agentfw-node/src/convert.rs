@@ -1,5 +1,6 @@
 //! JavaScript values at the boundary: times and seeds as numbers, JSON values, bytes.
 
+pub use agentfw_bind::numbers::{count, ms};
 use agentfw_core::time::Timestamp;
 use napi::bindgen_prelude::{Buffer, Either};
 use rand_chacha::ChaCha20Rng;
@@ -15,10 +16,6 @@ pub fn at(now: Option<i64>) -> Result<Timestamp, Failure> {
     let now =
         now.map(|ms| u64::try_from(ms).map_err(|_| Failure::Input(format!("`now` must not be negative, not {ms}"))));
     Ok(agentfw_bind::host::at(now.transpose()?))
-}
-
-pub fn ms(t: Timestamp) -> i64 {
-    i64::try_from(t.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// Randomness from the OS, or from `seed` (tests and vectors only).
@@ -55,8 +52,4 @@ pub fn bytes(data: Data) -> Vec<u8> {
 
 pub fn hex64(h: u64) -> String {
     format!("{h:016x}")
-}
-
-pub fn count(n: usize) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }

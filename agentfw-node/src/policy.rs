@@ -3,15 +3,13 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agentfw_bind::names::{self, stage, stage_name};
+use agentfw_bind::names::{self, stage};
 use agentfw_bind::rules::{self as load, default_pack};
-use agentfw_core::policy::{
-    self as core, Explanation as CoreExplanation, RuleSet, RuleVerdict, Rules, Scanner, SourceFile, Sources, cases,
-};
+use agentfw_core::policy::{self as core, RuleSet, RuleVerdict, Rules, Scanner, SourceFile, Sources, cases};
 use napi::bindgen_prelude::{ClassInstance, Either};
 use napi_derive::napi;
 
-use crate::convert::{at, count};
+use crate::convert::at;
 use crate::errors::{Failure, Result, guard};
 
 /// A verdict on a text: `allow` or `deny`, with the rule that decided and its reason.
@@ -31,97 +29,13 @@ impl From<RuleVerdict> for Verdict {
     }
 }
 
-/// What one rule made of one text.
-#[napi(object)]
-pub struct RuleOutcome {
-    pub rule: String,
-    pub verdict: String,
-    /// `matched`, `not_matched` or `failed`.
-    pub result: String,
-    pub error: Option<String>,
-}
+agentfw_bind::explanation! { #[napi(object)] [pub] }
 
-/// A verdict and why (PR6).
-#[napi(object)]
-pub struct Explanation {
-    pub verdict: Verdict,
-    pub decided_by: Option<String>,
-    pub failed: bool,
-    pub outcomes: Vec<RuleOutcome>,
-}
+agentfw_bind::rule_info! { #[napi(object)] [pub] }
 
-impl From<CoreExplanation> for Explanation {
-    fn from(e: CoreExplanation) -> Self {
-        let outcomes = e
-            .outcomes
-            .into_iter()
-            .map(|o| {
-                let (result, error) = names::outcome(o.result);
-                RuleOutcome { rule: o.rule, verdict: o.verdict.as_str().to_owned(), result: result.to_owned(), error }
-            })
-            .collect();
-        Explanation { verdict: e.verdict.into(), decided_by: e.decided_by, failed: e.failed, outcomes }
-    }
-}
+agentfw_bind::diagnostic! { #[napi(object)] [pub] }
 
-/// A loaded rule.
-#[napi(object)]
-pub struct RuleInfo {
-    pub id: String,
-    pub on: Vec<String>,
-    pub when: String,
-    pub verdict: String,
-    pub reason: String,
-    pub description: Option<String>,
-    pub file: String,
-    pub line: u32,
-}
-
-/// One problem in a rule, pattern or case file.
-#[napi(object)]
-pub struct Diagnostic {
-    pub code: String,
-    pub message: String,
-    pub file: String,
-    pub line: u32,
-    pub column: u32,
-    pub width: u32,
-    pub source_line: String,
-    pub hint: Option<String>,
-    /// The diagnostic rendered with a caret under the offending text.
-    pub rendered: String,
-}
-
-impl From<&core::Diagnostic> for Diagnostic {
-    fn from(d: &core::Diagnostic) -> Self {
-        Diagnostic {
-            code: d.code.to_owned(),
-            message: d.message.clone(),
-            file: d.file.clone(),
-            line: count(d.line),
-            column: count(d.column),
-            width: count(d.width),
-            source_line: d.source_line.clone(),
-            hint: d.hint.clone(),
-            rendered: d.to_string(),
-        }
-    }
-}
-
-/// One expected-verdict case and what the rules made of it.
-#[napi(object)]
-pub struct CaseResult {
-    pub note: String,
-    pub text: String,
-    pub hops: u32,
-    pub on: String,
-    pub want: String,
-    pub rule: Option<String>,
-    pub file: String,
-    pub line: u32,
-    pub got: Verdict,
-    pub passed: bool,
-}
+agentfw_bind::case_result! { #[napi(object)] [pub] }
 
 /// How to judge a text: hops travelled (default 1), stage (default `sending`), time.
 #[napi(object)]
@@ -245,44 +159,14 @@ impl Policy {
         guard(|| {
             let list = cases::read(&SourceFile::new(name.unwrap_or_else(|| "cases.yaml".to_owned()), text))?;
             let scanner = Scanner::new(Arc::clone(&self.rules) as Arc<dyn Rules>);
-            Ok(cases::run(&scanner, &list, at(now)?)
-                .into_iter()
-                .map(|r| {
-                    let passed = r.passed();
-                    let c = r.case;
-                    CaseResult {
-                        note: c.note,
-                        text: c.text,
-                        hops: c.hops,
-                        on: stage_name(c.stage).to_owned(),
-                        want: c.want.as_str().to_owned(),
-                        rule: c.rule,
-                        file: c.file,
-                        line: count(c.line),
-                        got: r.got.into(),
-                        passed,
-                    }
-                })
-                .collect())
+            Ok(cases::run(&scanner, &list, at(now)?).into_iter().map(CaseResult::from).collect())
         })
     }
 
     /// The loaded rules, in load order.
     #[napi(getter)]
     pub fn rules(&self) -> Vec<RuleInfo> {
-        self.rules
-            .rules()
-            .map(|r| RuleInfo {
-                id: r.id.clone(),
-                on: r.on.iter().map(|s| stage_name(*s).to_owned()).collect(),
-                when: r.when.clone(),
-                verdict: r.verdict.as_str().to_owned(),
-                reason: r.reason.clone(),
-                description: r.description.clone(),
-                file: r.file.clone(),
-                line: count(r.line),
-            })
-            .collect()
+        self.rules.rules().map(RuleInfo::from).collect()
     }
 
     /// The names of the pattern sets the rules can use.

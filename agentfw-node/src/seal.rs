@@ -298,27 +298,7 @@ impl ReplayCache {
     }
 }
 
-/// What an envelope says in the clear.
-#[napi(object)]
-pub struct Header {
-    pub sender: String,
-    pub recipient: String,
-    pub id: String,
-    pub timestamp: i64,
-    pub content_type: String,
-}
-
-impl From<&core::Header> for Header {
-    fn from(h: &core::Header) -> Self {
-        Header {
-            sender: h.sender.to_string(),
-            recipient: h.recipient.to_string(),
-            id: h.id.to_string(),
-            timestamp: ms(h.timestamp),
-            content_type: h.content_type.clone(),
-        }
-    }
-}
+agentfw_bind::header! { #[napi(object)] [pub] }
 
 /// An opened envelope: its checked header and the body.
 #[napi(object)]

@@ -4,11 +4,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agentfw_bind::host::at;
-use agentfw_bind::names::{self, stage, stage_name};
+use agentfw_bind::names::{self, stage};
 use agentfw_bind::rules::{self as load, default_pack};
-use agentfw_core::policy::{
-    self as core, Explanation as CoreExplanation, RuleSet, RuleVerdict, Rules, Scanner, SourceFile, Sources, cases,
-};
+use agentfw_core::policy::{self as core, RuleSet, RuleVerdict, Rules, Scanner, SourceFile, Sources, cases};
 use pyo3::prelude::*;
 
 use crate::errors::{Failure, exception, guard};
@@ -50,86 +48,11 @@ impl Verdict {
     }
 }
 
-/// What one rule made of one text.
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct RuleOutcome {
-    rule: String,
-    verdict: &'static str,
-    /// `matched`, `not_matched` or `failed`.
-    result: &'static str,
-    error: Option<String>,
-}
+agentfw_bind::explanation! { #[pyclass(frozen, get_all, module = "agentfw._agentfw")] [] }
 
-/// A verdict and why: the rule that decided and every rule's outcome (PR6).
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct Explanation {
-    verdict: Verdict,
-    decided_by: Option<String>,
-    failed: bool,
-    outcomes: Vec<RuleOutcome>,
-}
+agentfw_bind::rule_info! { #[pyclass(frozen, get_all, module = "agentfw._agentfw")] [] }
 
-impl From<CoreExplanation> for Explanation {
-    fn from(e: CoreExplanation) -> Self {
-        let outcomes = e
-            .outcomes
-            .into_iter()
-            .map(|o| {
-                let (result, error) = names::outcome(o.result);
-                RuleOutcome { rule: o.rule, verdict: o.verdict.as_str(), result, error }
-            })
-            .collect();
-        Explanation { verdict: e.verdict.into(), decided_by: e.decided_by, failed: e.failed, outcomes }
-    }
-}
-
-/// A loaded rule.
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct RuleInfo {
-    id: String,
-    on: Vec<&'static str>,
-    when: String,
-    verdict: &'static str,
-    reason: String,
-    description: Option<String>,
-    file: String,
-    line: usize,
-}
-
-/// One problem in a rule, pattern or case file: where, what, and how to fix it.
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct Diagnostic {
-    code: &'static str,
-    message: String,
-    file: String,
-    line: usize,
-    column: usize,
-    width: usize,
-    source_line: String,
-    hint: Option<String>,
-    /// The diagnostic rendered with a caret under the offending text.
-    rendered: String,
-}
-
-impl From<&core::Diagnostic> for Diagnostic {
-    fn from(d: &core::Diagnostic) -> Self {
-        Diagnostic {
-            code: d.code,
-            message: d.message.clone(),
-            file: d.file.clone(),
-            line: d.line,
-            column: d.column,
-            width: d.width,
-            source_line: d.source_line.clone(),
-            hint: d.hint.clone(),
-            rendered: d.to_string(),
-        }
-    }
-}
+agentfw_bind::diagnostic! { #[pyclass(frozen, get_all, module = "agentfw._agentfw")] [] }
 
 #[pymethods]
 impl Diagnostic {
@@ -138,21 +61,7 @@ impl Diagnostic {
     }
 }
 
-/// One expected-verdict case and what the rules made of it.
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct CaseResult {
-    note: String,
-    text: String,
-    hops: u32,
-    on: &'static str,
-    want: &'static str,
-    rule: Option<String>,
-    file: String,
-    line: usize,
-    got: Verdict,
-    passed: bool,
-}
+agentfw_bind::case_result! { #[pyclass(frozen, get_all, module = "agentfw._agentfw")] [] }
 
 fn source_files(files: Vec<(String, String)>) -> Vec<SourceFile> {
     files.into_iter().map(|(name, text)| SourceFile::new(name, text)).collect()
@@ -229,44 +138,14 @@ impl Policy {
         guard(py, || {
             let list = cases::read(&SourceFile::new(name, text))?;
             let results = py.detach(|| cases::run(&scanner, &list, at(now)));
-            Ok(results
-                .into_iter()
-                .map(|r| {
-                    let passed = r.passed();
-                    let c = r.case;
-                    CaseResult {
-                        note: c.note,
-                        text: c.text,
-                        hops: c.hops,
-                        on: stage_name(c.stage),
-                        want: c.want.as_str(),
-                        rule: c.rule,
-                        file: c.file,
-                        line: c.line,
-                        got: r.got.into(),
-                        passed,
-                    }
-                })
-                .collect())
+            Ok(results.into_iter().map(CaseResult::from).collect())
         })
     }
 
     /// The loaded rules, in load order.
     #[getter]
     fn rules(&self) -> Vec<RuleInfo> {
-        self.rules
-            .rules()
-            .map(|r| RuleInfo {
-                id: r.id.clone(),
-                on: r.on.iter().map(|s| stage_name(*s)).collect(),
-                when: r.when.clone(),
-                verdict: r.verdict.as_str(),
-                reason: r.reason.clone(),
-                description: r.description.clone(),
-                file: r.file.clone(),
-                line: r.line,
-            })
-            .collect()
+        self.rules.rules().map(RuleInfo::from).collect()
     }
 
     /// The names of the pattern sets the rules can use.

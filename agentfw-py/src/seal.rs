@@ -274,28 +274,7 @@ impl ReplayCache {
     }
 }
 
-/// What an envelope says in the clear.
-#[pyclass(frozen, get_all, module = "agentfw._agentfw")]
-#[derive(Clone, Debug)]
-pub struct Header {
-    sender: String,
-    recipient: String,
-    id: String,
-    timestamp: u64,
-    content_type: String,
-}
-
-impl From<&core::Header> for Header {
-    fn from(h: &core::Header) -> Self {
-        Header {
-            sender: h.sender.to_string(),
-            recipient: h.recipient.to_string(),
-            id: h.id.to_string(),
-            timestamp: h.timestamp.as_millis(),
-            content_type: h.content_type.clone(),
-        }
-    }
-}
+agentfw_bind::header! { #[pyclass(frozen, get_all, module = "agentfw._agentfw")] [] }
 
 /// An opened envelope: its checked header and the body.
 #[pyclass(frozen, module = "agentfw._agentfw")]
