@@ -6,11 +6,28 @@ ways it has not seen.
 A carrier takes (g, name, value) and returns text. `name` is the variable a person would
 use for the value (`STRIPE_SECRET_KEY`); `value` is the secret, or a benign look-alike.
 """
+import re
 
 
 def lower_name(name):
     parts = name.lower().split("_")
     return parts[0] + "".join(p.title() for p in parts[1:])
+
+
+def snake_name(name):
+    """`STRIPE_SECRET_KEY` and `adminPassword` as Python and Ruby would write them."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def pascal_name(name):
+    """`STRIPE_SECRET_KEY` as a method suffix: `setStripeSecretKey`, `WithStripeSecretKey`."""
+    return "".join(p[:1].upper() + p[1:] for p in snake_name(name).split("_"))
+
+
+def camel_name(name):
+    """`STRIPE_SECRET_KEY` as a builder method or a named argument: `stripeSecretKey`."""
+    pascal = pascal_name(name)
+    return pascal[:1].lower() + pascal[1:]
 
 
 def env(g, name, value):
@@ -129,9 +146,72 @@ def curl_download(g, name, value):
     return f"curl -sSLO https://downloads.example.org/releases/v2.1.0/app.tar.gz\necho '{value}  app.tar.gz' | sha256sum -c -"
 
 
+# A credential passed as an argument: builder methods, setters, option functions, keyword
+# and named arguments, credential constructors, headers set by a call. Train has Java,
+# Python and Go; dev has C#, PHP, Ruby, Kotlin and JavaScript; test (written before these)
+# has Rust.
+def java_builder(g, name, value):
+    if g.rng.randrange(2):
+        return (
+            f"AcmeClient client = AcmeClient.builder()\n    .endpoint(\"https://api.acme.io\")\n"
+            f"    .{camel_name(name)}(\"{value}\")\n    .build();\n"
+        )
+    return (
+        f"AcmeConfig config = new AcmeConfig();\nconfig.setRegion(\"eu-west-1\");\n"
+        f"config.set{pascal_name(name)}(\"{value}\");\nreturn new AcmeClient(config);\n"
+    )
+
+
+def python_kwargs(g, name, value):
+    return f"client = acme.Client(\n    base_url=\"https://api.acme.io\",\n    {snake_name(name)}=\"{value}\",\n    timeout=30,\n)\n"
+
+
+def go_options(g, name, value):
+    return (
+        f"client, err := acme.NewClient(ctx,\n\toption.WithEndpoint(\"https://api.acme.io\"),\n"
+        f"\toption.With{pascal_name(name)}(\"{value}\"),\n)\nif err != nil {{\n\treturn err\n}}\n"
+    )
+
+
+def go_header(g, name, value):
+    header = g.rng.choice(['"Authorization", "Bearer ', '"X-Api-Key", "', '"Authorization", "Token '])
+    return f"req, _ := http.NewRequest(\"GET\", url, nil)\nreq.Header.Set({header}{value}\")\nresp, err := http.DefaultClient.Do(req)\n"
+
+
+def go_header_etag(g, name, value):
+    return f"req, _ := http.NewRequest(\"GET\", url, nil)\nreq.Header.Set(\"If-None-Match\", \"{value}\")\nresp, err := http.DefaultClient.Do(req)\n"
+
+
+def csharp_options(g, name, value):
+    if g.rng.randrange(2):
+        return f"builder.Services.AddAcmeClient(options =>\n{{\n    options.Use{pascal_name(name)}(\"{value}\");\n    options.Retries = 3;\n}});\n"
+    return f"var client = new AcmeClient(new Uri(\"https://api.acme.io\"), new {pascal_name(name)}Credential(\"{value}\"));\n"
+
+
+def php_builder(g, name, value):
+    return f"$client = (new \\Acme\\ClientBuilder())\n    ->withRegion('eu-west-1')\n    ->with{pascal_name(name)}('{value}')\n    ->build();\n"
+
+
+def ruby_kwargs(g, name, value):
+    return f"client = Acme::Client.new(\n  {snake_name(name)}: \"{value}\",\n  timeout: 10\n)\n"
+
+
+def kotlin_named(g, name, value):
+    return f"val client = AcmeClient(\n    endpoint = \"https://api.acme.io\",\n    {camel_name(name)} = \"{value}\",\n)\n"
+
+
+def js_header(g, name, value):
+    header = g.rng.choice(["'Authorization', 'Bearer ", "'X-Api-Key', '", "'Authorization', 'token "])
+    return f"const res = await request(app)\n  .get('/v1/items')\n  .set({header}{value}')\n  .expect(200);\n"
+
+
+def js_header_etag(g, name, value):
+    return f"const res = await request(app)\n  .get('/v1/items')\n  .set('If-None-Match', '{value}')\n  .expect(304);\n"
+
+
 # Carriers that put a value where a credential goes have a benign twin that puts it where
 # data goes: look-alikes are placed with the twin.
-BENIGN_TWIN = {http_dump: http_etag, curl: curl_download}
+BENIGN_TWIN = {http_dump: http_etag, curl: curl_download, go_header: go_header_etag, js_header: js_header_etag}
 
 
 # Whole-text carriers: the value is the text (keys, certificates, data blobs).
@@ -149,7 +229,7 @@ def key_in_json(g, name, value):
 
 # Each split gets its own carriers: nothing measured on test was written like train or dev.
 SPLITS = {
-    "train": [env, python, log, chat, markdown, k8s, ini, bare],
-    "dev": [yaml, javascript, shell_history, http_dump, terraform, java_properties, key_file_chat],
+    "train": [env, python, log, chat, markdown, k8s, ini, java_builder, python_kwargs, go_options, go_header, bare],
+    "dev": [yaml, javascript, shell_history, http_dump, terraform, java_properties, csharp_options, php_builder, ruby_kwargs, kotlin_named, js_header, key_file_chat],
     "test": [json_config, toml, go, curl, docker_compose, github_actions, agent_chat, rust, key_in_json],
 }
