@@ -349,11 +349,10 @@ fn rules_read_every_message_field() {
     }
 }
 
-/// `message.signals.injection` is the shipped model's score of the folded text, the same
-/// number however a rule reads it.
+/// `message.signals.injection` is the shipped model's score of the text, the same number
+/// however a rule reads it.
 #[test]
 fn rules_read_the_injection_signal() {
-    use agentfw_core::normalize::fold;
     use agentfw_core::signals::injection;
 
     let threshold = rule("score", "message.signals.injection >= 0.5", "deny");
@@ -363,7 +362,7 @@ fn rules_read_the_injection_signal() {
     assert_eq!(s.judge(attack, Stage::Sending, 2, NOW).rule(), Some("score"));
     assert_eq!(s.judge("Ignore the previous error, it was a flaky test.", Stage::Sending, 2, NOW), RuleVerdict::Allow);
     for text in [attack, "The build is green again.", ""] {
-        let score = injection(&fold(text)).unwrap();
+        let score = injection(text).unwrap();
         for when in [
             format!("message.signals.injection == {score:?}"),
             format!("message.signals['injection'] == {score:?}"),

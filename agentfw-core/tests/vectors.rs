@@ -119,21 +119,30 @@ fn provenance() {
     });
 }
 
-/// The injection model's features and scores, as the trainer (`rules/model/features.py`)
-/// computed them: the Rust extraction must match the Python one exactly, or the shipped
-/// weights mean something else here than they did in training.
+/// The injection model's blocks, features and scores, as the trainer
+/// (`rules/model/features.py`) computed them: the Rust extraction must match the Python one
+/// exactly, or the shipped weights mean something else here than they did in training.
 #[test]
 fn injection_model() {
+    use agentfw_core::signals::injection::blocks;
+
     let file = load("injection.json");
     let model = agentfw_core::signals::injection_model().unwrap();
     let cases = file["cases"].as_array().unwrap();
     assert!(cases.len() >= 5, "too few injection vectors");
     for case in cases {
         let note = &case["note"];
-        let folded = fold(case["text"].as_str().unwrap());
-        assert_eq!(folded, case["folded"], "{note}: folded text");
-        assert_eq!(json!(model.features(&folded)), case["features"], "{note}: features");
-        let (best, score) = model.explain(&folded);
+        let text = case["text"].as_str().unwrap();
+        let want = case["blocks"].as_array().unwrap();
+        let got = blocks(text);
+        assert_eq!(got.len(), want.len(), "{note}: blocks {got:?}");
+        for (block, want) in got.iter().zip(want) {
+            assert_eq!(*block, want["text"], "{note}: block");
+            let folded = fold(block);
+            assert_eq!(folded, want["folded"], "{note}: folded block");
+            assert_eq!(json!(model.features(&folded)), want["features"], "{note}: features");
+        }
+        let (best, score) = model.explain(text);
         assert_eq!(json!(best), case["best_window"], "{note}: best window");
         let want = case["score"].as_f64().unwrap();
         assert!((score - want).abs() < 1e-9, "{note}: score {score}, vector says {want}");

@@ -1,7 +1,10 @@
-"""The injection model's features and score, exactly as agentfw-core/src/signals/injection.rs
-computes them. Standard library only, so the vector check runs anywhere.
+"""The injection model's blocks, features and score, exactly as
+agentfw-core/src/signals/injection.rs computes them. Standard library only, so the vector
+check runs anywhere.
 
-Text is folded first (agentfw_core::normalize::fold); this module works on folded text.
+A text is cut into blocks (`blocks`), each block is folded (agentfw_core::normalize::fold,
+which the trainer runs through Rust), and the model scores the folded blocks: the text's
+score is the best window of any block.
 """
 
 import math
@@ -19,6 +22,37 @@ UNIGRAM, BIGRAM, TRIGRAM, WORD_PREFIX = 1, 2, 3, 4
 M32 = 0xFFFFFFFF
 HEX = frozenset(b"0123456789abcdefABCDEF")
 DIGITS = frozenset(b"0123456789")
+
+
+# What a blank line may hold besides nothing.
+BLANK = " \t\r\x0b\x0c"
+
+
+def blocks(text):
+    """The blocks of `text` scored apart, in order: runs of lines between blank lines and
+    code fences (a line starting with ``` or ~~~ after indentation); a fenced block, fences
+    included, is one block. Lines end at \\n."""
+    out, cur, fenced = [], [], False
+
+    def close():
+        if cur:
+            out.append("\n".join(cur))
+            cur.clear()
+
+    for line in text.split("\n"):
+        visible = line.strip(BLANK)
+        if not visible:
+            close()
+            continue
+        fence = visible.startswith(("```", "~~~"))
+        if fence and not fenced:
+            close()
+        cur.append(line)
+        if fence and fenced:
+            close()
+        fenced ^= fence
+    close()
+    return out
 
 
 def is_separator(b):
@@ -169,6 +203,7 @@ class Model:
         return self.weights.get(max(f, 1), 0)
 
     def best_window(self, text):
+        """The best window's weight sum of one folded block (None: no tokens)."""
         per_token = [sum(self.weight(i) for i in f) for f in counted(features(text), self.window)]
         spans = windows(len(per_token), self.window, self.stride)
         if not spans:
@@ -185,6 +220,11 @@ class Model:
         e = math.exp(z)  # the same number as Rust's 1 / (1 + exp(-z)), without overflow
         return e / (1.0 + e)
 
-    def score(self, text):
-        best = self.best_window(text)
+    def best(self, folded_blocks):
+        """The best window's weight sum over the folded blocks of a text (None: no tokens)."""
+        sums = [s for s in (self.best_window(b) for b in folded_blocks) if s is not None]
+        return max(sums) if sums else None
+
+    def score(self, folded_blocks):
+        best = self.best(folded_blocks)
         return 0.0 if best is None else self.logistic(best)

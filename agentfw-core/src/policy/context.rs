@@ -35,10 +35,7 @@ pub(crate) const MESSAGE_FIELDS: &[(&str, &str)] = &[
     ("from", "the sending agent"),
     ("to", "the receiving agent"),
     ("thread", "the thread the message belongs to"),
-    (
-        "signals",
-        "numbers computed from the folded text: `injection`, 0 to 1, how much it reads like a prompt injection",
-    ),
+    ("signals", "numbers computed from the text: `injection`, 0 to 1, how much it reads like a prompt injection"),
 ];
 
 pub(crate) const AGENT_FIELDS: &[&str] = &["id", "agent", "project", "machine", "label"];
@@ -82,8 +79,8 @@ impl Memo {
         }
     }
 
-    fn injection(&self, folded: &str) -> Option<f64> {
-        *self.injection.get_or_init(|| crate::signals::injection(folded).ok())
+    fn injection(&self, body: &str) -> Option<f64> {
+        *self.injection.get_or_init(|| crate::signals::injection(body).ok())
     }
 
     /// Which text `text` is: 0 for the body, 1 for the folded text.
@@ -155,7 +152,7 @@ fn agent_map(agent: &Agent) -> Value {
 
 impl MessageScope<'_> {
     fn signals(&self) -> Option<Value> {
-        let injection = self.memo.injection(self.view.folded)?;
+        let injection = self.memo.injection(self.view.body)?;
         Some(Value::from(HashMap::from([("injection".to_owned(), Value::Float(injection))])))
     }
 
@@ -209,7 +206,7 @@ impl VariableResolver for MessageScope<'_> {
             "message.origin" => return Some(borrowed(&v.provenance.origin.label)),
             "message.thread.turns" => return Some(int(v.thread.turns)),
             "message.thread.id" => return Some(string(v.thread.id.to_string())),
-            "message.signals.injection" => return Some(CowVal::owned(CelDouble::from(self.memo.injection(v.folded)?))),
+            "message.signals.injection" => return Some(CowVal::owned(CelDouble::from(self.memo.injection(v.body)?))),
             "now" => return value(self.now()?),
             "@memo" => return Some(CowVal::Borrowed(&self.memo)),
             "message" => {

@@ -1,22 +1,32 @@
-//! How much a folded text reads like a prompt injection: a linear model over hashed word
-//! features, scored on windows of the text so that one injected paragraph in a long
-//! document is not averaged away.
+//! How much a text reads like a prompt injection: a linear model over hashed word features
+//! of the folded text, scored on blocks of the text and on windows inside each block, so
+//! that one injected paragraph in a long document is not averaged away, and harmless
+//! paragraphs side by side do not add up to one.
 //!
-//! The text is cut into tokens: runs of letters, digits, `_` and non-ASCII characters
-//! (words), and runs of ASCII punctuation (only their first 4 bytes count). A word that
-//! is a long number, a hex string, a long run or a mix of letters and digits of 12 or more
-//! characters stands for its shape, not itself, so random ids, hashes and base64 all look
-//! alike to the model. Each token adds the weights of four features: itself, the pair it
-//! ends, the triple it ends, and (for words of more than five bytes) its first five bytes.
-//! A feature is a 32-bit hash, looked up in a table that holds only the features the
-//! trainer kept (seen in enough training texts, with a weight that matters): a feature the
-//! model never learned weighs nothing, instead of whatever shared its bucket. A window's
-//! score is the logistic of the model's intercept plus its weights' sum; the text's score
-//! is the highest window's.
+//! The text is cut into blocks where a reader sees one part end and another begin: at blank
+//! lines and at code fences (a fenced block is a block of its own). Each block is folded
+//! ([`crate::normalize::fold`]) and cut into tokens: runs of letters, digits, `_` and
+//! non-ASCII characters (words), and runs of ASCII punctuation (only their first 4 bytes
+//! count). A word that is a long number, a hex string, a long run or a mix of letters and
+//! digits of 12 or more characters stands for its shape, not itself, so random ids, hashes
+//! and base64 all look alike to the model. Each token adds the weights of four features:
+//! itself, the pair it ends, the triple it ends, and (for words of more than five bytes)
+//! its first five bytes. A feature is a 32-bit hash, looked up in a table that holds only
+//! the features the trainer kept (seen in enough training texts, with a weight that
+//! matters): a feature the model never learned weighs nothing, instead of whatever shared
+//! its bucket. A window's score is the logistic of the model's intercept plus its weights'
+//! sum; the text's score is the highest window's of any block.
 //!
-//! The trainer (`rules/model/train.py`) computes the same features in Python; the shared
-//! vectors in `vectors/injection.json` hold the features and scores of sample texts, and
-//! both sides check them.
+//! Why blocks: a window's score is a sum, and a message that joins several unrelated
+//! parts (a paragraph, a code block, a command and its output) used to put several mildly
+//! imperative but harmless lines into one window, whose sum then read like an injection.
+//! An injection is written as one part; cutting at the seams a writer leaves keeps it whole.
+//!
+//! The trainer (`rules/model/train.py`) computes the same blocks and features in Python;
+//! the shared vectors in `vectors/injection.json` hold the blocks, features and scores of
+//! sample texts, and both sides check them.
+
+use crate::normalize::fold;
 
 /// The first bytes of a model file.
 const MAGIC: &[u8; 8] = b"AFWINJ02";
@@ -144,10 +154,10 @@ impl<'a> Model<'a> {
         0
     }
 
-    /// The score of a folded text, 0 to 1: the highest of its windows. A text with no
-    /// tokens scores 0.
-    pub fn score(&self, folded: &str) -> f64 {
-        self.best_window(folded).map_or(0.0, |sum| self.logistic(sum))
+    /// The score of a text (a message body, not yet folded), 0 to 1: the highest of the
+    /// windows of its blocks. A text with no tokens scores 0.
+    pub fn score(&self, text: &str) -> f64 {
+        self.explain(text).1
     }
 
     /// The logistic of the intercept plus `sum` weights.
@@ -156,17 +166,18 @@ impl<'a> Model<'a> {
         1.0 / (1.0 + (-z).exp())
     }
 
-    /// The highest weight sum over the windows: one window if the text has at most
-    /// `window` tokens, else windows starting every `stride` tokens that fit, and the last
-    /// `window` tokens.
-    fn best_window(&self, folded: &str) -> Option<i64> {
-        let mut ring = vec![0i64; self.window];
-        let mut recent = Recent::new(self.window);
+    /// The highest weight sum over the windows of a folded block: one window if the block
+    /// has at most `window` tokens, else windows starting every `stride` tokens that fit,
+    /// and the last `window` tokens. `None` for a block with no tokens.
+    fn best_window(&self, folded: &str, scratch: &mut Scratch) -> Option<i64> {
+        scratch.ring.fill(0);
+        let base = scratch.next;
         let (mut n, mut sum, mut best) = (0usize, 0i64, None::<i64>);
         for_each_feature_set(folded.as_bytes(), |features| {
-            let c: i64 = features.iter().filter(|&&f| recent.counts(f, n)).map(|&f| i64::from(self.weight(f))).sum();
-            let slot = n % self.window;
-            if let Some(old) = ring.get_mut(slot) {
+            let at = base + n;
+            let c: i64 =
+                features.iter().filter(|&&f| scratch.recent.counts(f, at)).map(|&f| i64::from(self.weight(f))).sum();
+            if let Some(old) = scratch.ring.get_mut(n % self.window) {
                 sum += c - *old;
                 *old = c;
             }
@@ -175,25 +186,75 @@ impl<'a> Model<'a> {
                 best = Some(best.map_or(sum, |b| b.max(sum)));
             }
         });
+        // The next block starts a window's worth of tokens later, so nothing of this one
+        // counts as recent there: each block is scored as if it were alone.
+        scratch.next = base + n + self.window;
         if n == 0 {
             return None;
         }
-        // The last window (or the whole text, if it is shorter than one).
+        // The last window (or the whole block, if it is shorter than one).
         Some(best.map_or(sum, |b| b.max(sum)))
     }
 
-    /// The features (32-bit hashes) of each token, for the shared vectors.
+    /// The features (32-bit hashes) of each token of a folded block, for the shared vectors.
     pub fn features(&self, folded: &str) -> Vec<Vec<u32>> {
         let mut out = Vec::new();
         for_each_feature_set(folded.as_bytes(), |features| out.push(features.to_vec()));
         out
     }
 
-    /// The weight sum of the best window and the score, for the shared vectors.
-    pub fn explain(&self, folded: &str) -> (Option<i64>, f64) {
-        let best = self.best_window(folded);
+    /// The weight sum of the best window of any block of `text` and the score, for the
+    /// shared vectors.
+    pub fn explain(&self, text: &str) -> (Option<i64>, f64) {
+        let mut scratch = Scratch { ring: vec![0; self.window], recent: Recent::new(self.window), next: 0 };
+        let best = blocks(text).into_iter().filter_map(|b| self.best_window(&fold(b), &mut scratch)).max();
         (best, best.map_or(0.0, |s| self.logistic(s)))
     }
+}
+
+/// What scoring the blocks of one text reuses from block to block.
+struct Scratch {
+    /// The weight sum of each of the last `window` tokens.
+    ring: Vec<i64>,
+    recent: Recent,
+    /// The position the next block's first token counts at in `recent`.
+    next: usize,
+}
+
+/// The blocks of `text` that are scored apart, in order: runs of lines between blank lines
+/// (lines of only spaces, tabs and line-break characters) and code fences (lines starting
+/// with ```` ``` ```` or `~~~` after indentation). A fenced block, fences included, is one
+/// block. Lines end at `\n`; each block is a slice of `text`.
+pub fn blocks(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    // The byte range of the block being built, and whether it is inside a fence.
+    let (mut open, mut fenced) = (None::<(usize, usize)>, false);
+    let mut close = |open: &mut Option<(usize, usize)>| {
+        if let Some(part) = open.take().and_then(|(s, e)| text.get(s..e)) {
+            out.push(part);
+        }
+    };
+    let mut start = 0;
+    for line in text.split('\n') {
+        let end = start + line.len();
+        let visible = line.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\x0B' | '\x0C'));
+        if visible.is_empty() {
+            close(&mut open);
+        } else {
+            let fence = visible.starts_with("```") || visible.starts_with("~~~");
+            if fence && !fenced {
+                close(&mut open);
+            }
+            open = Some((open.map_or(start, |(s, _)| s), end));
+            if fence && fenced {
+                close(&mut open);
+            }
+            fenced ^= fence;
+        }
+        start = end + 1;
+    }
+    close(&mut open);
+    out
 }
 
 /// Slots of the table that remembers when each feature last counted.
@@ -404,5 +465,30 @@ mod tests {
         assert_eq!(m.explain("c c c c c c c c c").0, Some(10), "every window holds it once, however long the text");
         let s = m.score("a b");
         assert!((s - 1.0 / (1.0 + (1.0f64 - 1.0).exp())).abs() < 1e-12, "{s}");
+    }
+
+    #[test]
+    fn blocks_are_cut_at_blank_lines_and_code_fences() {
+        assert_eq!(blocks(""), Vec::<&str>::new());
+        assert_eq!(blocks("one\ntwo\n\n  \t\r\nthree"), ["one\ntwo", "three"]);
+        assert_eq!(blocks("a\r\n\r\nb\r\n"), ["a\r", "b\r"]);
+        // A fenced block is one block, fences included, whatever surrounds it; a blank line
+        // inside it still cuts it.
+        assert_eq!(
+            blocks("intro:\n```sh\nls -la\n```\nafter\n  ~~~\nx\n\ny\n  ~~~\nz"),
+            ["intro:", "```sh\nls -la\n```", "after", "  ~~~\nx", "y\n  ~~~", "z"]
+        );
+    }
+
+    /// Blocks are scored apart: weights do not add up across a blank line, and a feature
+    /// that counted in one block counts again in the next.
+    #[test]
+    fn each_block_is_scored_alone() {
+        let bytes = model(8, &[(unigram("a"), 2), (unigram("b"), 3)]);
+        let m = Model::parse(&bytes).unwrap();
+        assert_eq!(m.explain("a b").0, Some(5));
+        assert_eq!(m.explain("a\n\nb").0, Some(3));
+        assert_eq!(m.explain("b a\n\nb a a").0, Some(5));
+        assert_eq!(m.explain("A\n\n\u{ff22}").0, Some(3), "each block is folded");
     }
 }
