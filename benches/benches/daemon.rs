@@ -48,6 +48,18 @@
 //!   around it. A snapshot (every 500 inputs) serializes it in place and streams it into
 //!   SQLite: neither a copy of the state nor a string of it.
 //!
+//! **What the daemon did**, beside each timing and unchanged by the machine's load: per
+//! operation, the bytes the daemon wrote and its write calls (`/proc/PID/io`: `wchar`,
+//! `syscw`; the database, its write-ahead log, where SQLite writes each frame of a commit as
+//! two calls, header and page, and the answers on its socket), and the CPU time its threads
+//! ran (`/proc/PID/task/*/schedstat`), in all and on the engine thread alone. Across
+//! machines, both daemons together.
+//!
+//! `AGENTFW_BENCH_WRAP` runs each daemon under a command, started before any session so
+//! that the sessions use it: `strace -f -c -o FILE -e trace=pwrite64,write,fdatasync,fsync`
+//! counts its system calls, `valgrind --tool=callgrind` its instructions (with
+//! `AGENTFW_BENCH_ROUNDS=1` and a scenario filter: a daemon under valgrind is slow).
+//!
 //! Criterion is not used: it reports each iteration's mean with a confidence interval, not
 //! tail percentiles, throughput under concurrency or a floor taken alongside. Every figure
 //! is measured `AGENTFW_BENCH_ROUNDS` times (default 5) and the median of the rounds is
@@ -58,6 +70,8 @@
 //! cargo bench -p agentfw-benches --bench daemon               # everything
 //! cargo bench -p agentfw-benches --bench daemon -- relay      # the scenarios whose name contains `relay`
 //! AGENTFW_BENCH_SYNC=normal cargo bench -p agentfw-benches --bench daemon   # without the fsync of each commit
+//! AGENTFW_BENCH_ROUNDS=1 AGENTFW_BENCH_WRAP='strace -f -c -o calls.txt -e trace=pwrite64,write,fdatasync,fsync' \
+//!     cargo bench -p agentfw-benches --bench daemon -- daemon/send_message   # one scenario, its system calls
 //! ```
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -92,13 +106,15 @@ struct Chunk {
     each: Vec<Duration>,
     /// Wall time of the whole chunk (for concurrent senders, less than the sum).
     wall: Duration,
+    /// What the daemons did for the chunk's untimed steps, left out of its [`Work`].
+    untimed: Delta,
 }
 
 impl Chunk {
     fn timed(n: usize, mut op: impl FnMut() -> Duration) -> Self {
         let start = Instant::now();
         let each = (0..n).map(|_| op()).collect();
-        Self { each, wall: start.elapsed() }
+        Self { each, wall: start.elapsed(), untimed: Delta::default() }
     }
 
     fn pct(&self, p: f64) -> Duration {
@@ -122,10 +138,11 @@ struct Figures {
     per_sec: f64,
     floor_p50: f64,
     floor_per_sec: f64,
+    work: Work,
 }
 
 impl Figures {
-    fn of(op: &Chunk, floor: &Chunk) -> Self {
+    fn of(op: &Chunk, floor: &Chunk, work: Work) -> Self {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         Self {
             p50: ms(op.pct(0.5)),
@@ -134,6 +151,7 @@ impl Figures {
             per_sec: op.per_sec(),
             floor_p50: ms(floor.pct(0.5)),
             floor_per_sec: floor.per_sec(),
+            work,
         }
     }
 }
@@ -146,15 +164,21 @@ struct Report {
 
 impl Report {
     fn add(&mut self, name: &str, figures: Figures) {
+        let w = figures.work;
         println!(
-            "  {name:<34} p50 {:>6.3} ms  p95 {:>6.3}  p99 {:>6.3}  {:>7.0} msgs/s   floor p50 {:.3} ms, {:.0}/s  ratio {:.2}",
+            "  {name:<34} p50 {:>6.3} ms  p95 {:>6.3}  p99 {:>6.3}  {:>7.0} msgs/s   floor p50 {:.3} ms, {:.0}/s  ratio {:.2}\n  {:<34} each: {:.1} KiB in {:.1} writes, cpu {:.0} µs (engine {:.0})",
             figures.p50,
             figures.p95,
             figures.p99,
             figures.per_sec,
             figures.floor_p50,
             figures.floor_per_sec,
-            figures.p50 / figures.floor_p50
+            figures.p50 / figures.floor_p50,
+            "",
+            w.kib,
+            w.writes,
+            w.cpu_us,
+            w.engine_us,
         );
         match self.rows.iter_mut().find(|(n, _)| n == name) {
             Some((_, all)) => all.push(figures),
@@ -165,8 +189,20 @@ impl Report {
     fn print(&self) {
         println!("\nmedian of rounds (lowest–highest p50 of the rounds)");
         println!(
-            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8}",
-            "scenario", "p50 ms", "p95 ms", "p99 ms", "msgs/s", "floor ms", "floor/s", "ratio", "x floor/s"
+            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7}",
+            "scenario",
+            "p50 ms",
+            "p95 ms",
+            "p99 ms",
+            "msgs/s",
+            "floor ms",
+            "floor/s",
+            "ratio",
+            "x floor/s",
+            "KiB",
+            "writes",
+            "cpu µs",
+            "engine"
         );
         for (name, all) in &self.rows {
             let med = |f: fn(&Figures) -> f64| median(all.iter().map(f).collect());
@@ -175,7 +211,7 @@ impl Report {
             let lo = all.iter().map(|f| f.p50).fold(f64::INFINITY, f64::min);
             let hi = all.iter().map(|f| f.p50).fold(0.0, f64::max);
             println!(
-                "{name:<34} {:>9.3} {:>9.3} {:>9.3} {:>9.0} {:>10.3} {:>8.0} {:>8.2} {:>8.2}   ({lo:.3}–{hi:.3})",
+                "{name:<34} {:>9.3} {:>9.3} {:>9.3} {:>9.0} {:>10.3} {:>8.0} {:>8.2} {:>8.2} {:>7.1} {:>7.1} {:>7.0} {:>7.0}   ({lo:.3}–{hi:.3})",
                 med(|f| f.p50),
                 med(|f| f.p95),
                 med(|f| f.p99),
@@ -184,6 +220,10 @@ impl Report {
                 med(|f| f.floor_per_sec),
                 ratio,
                 speed,
+                med(|f| f.work.kib),
+                med(|f| f.work.writes),
+                med(|f| f.work.cpu_us),
+                med(|f| f.work.engine_us),
             );
         }
     }
@@ -201,6 +241,106 @@ fn load() -> String {
         .take(3)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+// ---------------------------------------------------------------------------------------
+// What the daemon did
+
+/// The counters of some daemons at one moment (see the module docs).
+#[derive(Clone, Debug, Default)]
+struct Counters {
+    written: u64,
+    writes: u64,
+    /// Each thread's CPU time in ns, by pid and thread id, and whether it is the engine.
+    threads: Vec<((u32, u32), u64, bool)>,
+}
+
+impl Counters {
+    fn read(pids: &[u32]) -> Self {
+        let mut c = Self::default();
+        for &pid in pids {
+            for line in std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap_or_default().lines() {
+                let value = |v: &str| v.trim().parse::<u64>().unwrap_or(0);
+                match line.split_once(':') {
+                    Some(("wchar", v)) => c.written += value(v),
+                    Some(("syscw", v)) => c.writes += value(v),
+                    _ => {}
+                }
+            }
+            for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+                let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else { continue };
+                let ns = std::fs::read_to_string(task.path().join("schedstat"))
+                    .ok()
+                    .and_then(|s| s.split_whitespace().next()?.parse().ok())
+                    .unwrap_or(0);
+                let engine =
+                    std::fs::read_to_string(task.path().join("comm")).is_ok_and(|n| n.trim() == "agentfw-engine");
+                c.threads.push(((pid, tid), ns, engine));
+            }
+        }
+        c
+    }
+
+    /// What happened since `before`: the CPU time of threads that ran throughout or started
+    /// since (one that ended meanwhile takes its time with it).
+    fn since(&self, before: &Self) -> Delta {
+        let (mut cpu_ns, mut engine_ns) = (0, 0);
+        for (id, ns, engine) in &self.threads {
+            let earlier = before.threads.iter().find(|(b, _, _)| b == id).map_or(0, |(_, ns, _)| *ns);
+            let ran = ns.saturating_sub(earlier);
+            cpu_ns += ran;
+            if *engine {
+                engine_ns += ran;
+            }
+        }
+        Delta {
+            written: self.written.saturating_sub(before.written),
+            writes: self.writes.saturating_sub(before.writes),
+            cpu_ns,
+            engine_ns,
+        }
+    }
+}
+
+/// What the daemons did between two readings of their [`Counters`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Delta {
+    written: u64,
+    writes: u64,
+    cpu_ns: u64,
+    engine_ns: u64,
+}
+
+impl std::ops::AddAssign for Delta {
+    fn add_assign(&mut self, other: Self) {
+        self.written += other.written;
+        self.writes += other.writes;
+        self.cpu_ns += other.cpu_ns;
+        self.engine_ns += other.engine_ns;
+    }
+}
+
+/// What the daemons did per operation of a chunk.
+#[derive(Clone, Copy, Debug, Default)]
+struct Work {
+    kib: f64,
+    writes: f64,
+    cpu_us: f64,
+    engine_us: f64,
+}
+
+impl Work {
+    /// `all` less the chunk's untimed steps, over its operations.
+    fn per_op(all: Delta, chunk: &Chunk) -> Self {
+        let ops = chunk.each.len().max(1) as f64;
+        let per = |all: u64, untimed: u64| all.saturating_sub(untimed) as f64 / ops;
+        Self {
+            kib: per(all.written, chunk.untimed.written) / 1024.0,
+            writes: per(all.writes, chunk.untimed.writes),
+            cpu_us: per(all.cpu_ns, chunk.untimed.cpu_ns) / 1e3,
+            engine_us: per(all.engine_ns, chunk.untimed.engine_ns) / 1e3,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -309,6 +449,32 @@ impl World {
     fn daemon_pid(&self) -> u32 {
         std::fs::read_to_string(self.dir.join("home/daemon.pid")).unwrap().trim().parse().unwrap()
     }
+
+    /// With `AGENTFW_BENCH_WRAP`, starts the home's daemon under that command and waits for
+    /// it to answer, so that the sessions use it rather than start their own.
+    fn start_daemon(&self) {
+        let Ok(wrap) = std::env::var("AGENTFW_BENCH_WRAP") else { return };
+        let mut words = wrap.split_whitespace();
+        let mut command = Command::new(words.next().expect("AGENTFW_BENCH_WRAP names a command"));
+        command
+            .args(words)
+            .arg(&self.exe)
+            .args(["daemon", "--home"])
+            .arg(self.dir.join("home"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", self.dir.join("user"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut daemon = command.spawn().unwrap();
+        // Reaped when it exits (`World`'s drop stops it).
+        std::thread::spawn(move || daemon.wait());
+        let home = agentfw_mcp::home::Home::resolve(Some(&self.dir.join("home"))).unwrap();
+        while agentfw_mcp::client::Client::connect(&home).is_err() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl Drop for World {
@@ -409,7 +575,7 @@ fn concurrent(senders: &mut [Session], to: &str, each: usize) -> Chunk {
             .collect();
         handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
-    Chunk { each, wall: start.elapsed() }
+    Chunk { each, wall: start.elapsed(), untimed: Delta::default() }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -444,6 +610,8 @@ struct Bench {
     rounds: usize,
     report: Report,
     floor: Floor,
+    /// The daemons whose counters the scenarios read.
+    daemons: Vec<u32>,
 }
 
 impl Bench {
@@ -462,8 +630,10 @@ impl Bench {
             return;
         }
         let floor = self.floor.chunk(n);
+        let before = Counters::read(&self.daemons);
         let chunk = op(n);
-        self.report.add(name, Figures::of(&chunk, &floor));
+        let work = Work::per_op(Counters::read(&self.daemons).since(&before), &chunk);
+        self.report.add(name, Figures::of(&chunk, &floor, work));
     }
 }
 
@@ -477,28 +647,33 @@ fn one_machine(b: &mut Bench) {
         return;
     }
     let world = World::new("one");
+    world.start_daemon();
     let mut api = world.session("codex", "api");
     let mut web = world.session("claude", "web");
     let mut senders: Vec<Session> = (0..8).map(|i| world.session("claude", &format!("sender{i}"))).collect();
     let idle = world.idle_sessions(SESSIONS.saturating_sub(2 + senders.len()));
     std::thread::sleep(Duration::from_secs(1));
     let pid = world.daemon_pid();
+    b.daemons = vec![pid];
     memory(&format!("with {SESSIONS} sessions, idle"), pid);
     let to = "api (codex)";
     for round in 0..b.rounds {
         println!("round {} (load {})", round + 1, load());
         b.measure("daemon/send_message", SAMPLES, |n| Chunk::timed(n, || web.timed(|s| s.send(to, &tag()))));
         api.drain();
+        let daemons = b.daemons.clone();
         b.measure("daemon/check_inbox/one_waiting", SAMPLES, |n| {
             let mut each = Vec::with_capacity(n);
             let start = Instant::now();
-            let mut untimed = Duration::ZERO;
+            let (mut untimed, mut untimed_work) = (Duration::ZERO, Delta::default());
             for _ in 0..n {
                 let t = tag();
+                let before = Counters::read(&daemons);
                 untimed += web.timed(|s| s.send(to, &t));
+                untimed_work += Counters::read(&daemons).since(&before);
                 each.push(api.timed(|s| s.read_until(&t)));
             }
-            Chunk { each, wall: start.elapsed() - untimed }
+            Chunk { each, wall: start.elapsed() - untimed, untimed: untimed_work }
         });
         b.measure("daemon/send_to_inbox", SAMPLES, |n| Chunk::timed(n, || send_to_inbox(&mut web, &mut api, to)));
         for c in [1, 2, 4, 8] {
@@ -510,6 +685,7 @@ fn one_machine(b: &mut Bench) {
     }
     memory(&format!("with {SESSIONS} sessions, after the load"), pid);
     drop(idle);
+    b.daemons.clear();
 }
 
 /// `web (claude)` on one machine sends to `api (codex)` on another through a relay.
@@ -533,6 +709,8 @@ fn across_machines(b: &mut Bench) {
     let (m1, m2) = (World::new("m1"), World::new("m2"));
     m1.join(&relay, &runtime, "m1");
     m2.join(&relay, &runtime, "m2");
+    m1.start_daemon();
+    m2.start_daemon();
     let mut api = m2.session("codex", "api");
     let mut web = m1.session("claude", "web");
     let mut senders: Vec<Session> = (0..8).map(|i| m1.session("claude", &format!("sender{i}"))).collect();
@@ -540,6 +718,7 @@ fn across_machines(b: &mut Bench) {
     while !web.tool("list_team", json!({})).1.contains("api (codex)") {
         std::thread::sleep(Duration::from_millis(20));
     }
+    b.daemons = vec![m1.daemon_pid(), m2.daemon_pid()];
     let to = "api (codex)";
     for round in 0..b.rounds {
         println!("round {} across machines (load {})", round + 1, load());
@@ -558,7 +737,7 @@ fn across_machines(b: &mut Bench) {
                 std::thread::sleep(Duration::from_millis(5));
                 paused += pause.elapsed();
             }
-            Chunk { each, wall: start.elapsed() - paused }
+            Chunk { each, wall: start.elapsed() - paused, untimed: Delta::default() }
         });
         b.measure("relay/send_to_inbox/back_to_back", SAMPLES / 2, |n| {
             Chunk::timed(n, || send_to_inbox(&mut web, &mut api, to))
@@ -566,6 +745,7 @@ fn across_machines(b: &mut Bench) {
         b.measure("relay/concurrent/8", 8 * CONCURRENT_EACH, |_| concurrent(&mut senders, to, CONCURRENT_EACH));
         api.drain();
     }
+    b.daemons.clear();
     drop((web, api, senders, m1, m2));
     runtime.block_on(relay.shutdown());
 }
@@ -599,7 +779,13 @@ fn main() -> ExitCode {
             let filter: Vec<String> = args.iter().skip(1).filter(|a| !a.starts_with('-')).cloned().collect();
             let rounds = std::env::var("AGENTFW_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(5);
             let floor_dir = tempfile::tempdir().unwrap();
-            let mut b = Bench { filter, rounds, report: Report::default(), floor: Floor::new(floor_dir.path()) };
+            let mut b = Bench {
+                filter,
+                rounds,
+                report: Report::default(),
+                floor: Floor::new(floor_dir.path()),
+                daemons: Vec::new(),
+            };
             let before = load();
             one_machine(&mut b);
             across_machines(&mut b);
