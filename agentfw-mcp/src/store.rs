@@ -33,100 +33,17 @@ mod inbox;
 mod journal;
 mod outbox;
 mod ratings;
+mod schema;
 mod sends;
 mod sessions;
+#[cfg(test)]
+mod tests;
 
 pub use audit::record as audit_record;
 pub use inbox::{BatchRow, Pending};
 pub use journal::{Entry, Loaded};
+pub use schema::VERSION as SCHEMA_VERSION;
 pub use sessions::StoredSession;
-
-/// The schema this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
-
-const SCHEMA: &str = "
-BEGIN;
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS journal (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at INTEGER NOT NULL,
-    seed BLOB NOT NULL,
-    input TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS snapshot (
-    id INTEGER PRIMARY KEY CHECK (id = 1),
-    seq INTEGER NOT NULL,
-    at INTEGER NOT NULL,
-    state TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS inbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    recipient TEXT NOT NULL,
-    sender TEXT NOT NULL,
-    sender_label TEXT NOT NULL,
-    message TEXT,
-    note TEXT,
-    state TEXT NOT NULL,
-    not_before INTEGER NOT NULL,
-    accepted_at INTEGER NOT NULL,
-    done_at INTEGER,
-    batch TEXT,
-    fenced TEXT,
-    warnings TEXT,
-    reason TEXT
-);
-CREATE INDEX IF NOT EXISTS inbox_waiting ON inbox (recipient, state, seq);
-CREATE INDEX IF NOT EXISTS inbox_batch ON inbox (recipient, batch);
-CREATE TABLE IF NOT EXISTS sends (
-    sender TEXT NOT NULL,
-    key TEXT NOT NULL,
-    at INTEGER NOT NULL,
-    outcome TEXT NOT NULL,
-    PRIMARY KEY (sender, key)
-);
-CREATE TABLE IF NOT EXISTS audit (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    at INTEGER NOT NULL,
-    message TEXT NOT NULL,
-    stage TEXT NOT NULL,
-    from_id TEXT NOT NULL,
-    from_label TEXT NOT NULL,
-    to_id TEXT NOT NULL,
-    to_label TEXT NOT NULL,
-    size INTEGER NOT NULL,
-    hops INTEGER NOT NULL,
-    verdict TEXT NOT NULL,
-    code TEXT,
-    rule TEXT,
-    reason TEXT,
-    unverified TEXT
-);
-CREATE INDEX IF NOT EXISTS audit_at ON audit (at);
-CREATE TABLE IF NOT EXISTS sessions (
-    agent_id TEXT PRIMARY KEY,
-    identity TEXT NOT NULL,
-    session_id TEXT,
-    thread_id TEXT,
-    first_seen INTEGER NOT NULL,
-    last_seen INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS outbox (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    device TEXT NOT NULL,
-    message TEXT NOT NULL,
-    at INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS ratings (
-    component TEXT PRIMARY KEY,
-    score REAL,
-    source TEXT NOT NULL,
-    at INTEGER NOT NULL
-);
-COMMIT;
-";
 
 /// Why the database failed.
 #[derive(Debug, thiserror::Error)]
@@ -177,6 +94,8 @@ pub struct Store {
     wal: Option<PathBuf>,
     /// `total_changes` at the last sync: a sync with no change since is free.
     synced_changes: Cell<u64>,
+    /// The highest audit seq of the records pruned (see [`schema`]).
+    audit_floor: Cell<i64>,
 }
 
 /// Statements are compiled once and kept in the connection's statement cache: compiling
@@ -234,21 +153,14 @@ pub fn open(path: &Path, config: &StorageConfig) -> Result<Store, StoreError> {
     if config.max_pages > 0 {
         let _: i64 = conn.query_row(&format!("PRAGMA max_page_count = {}", config.max_pages), [], |r| r.get(0))?;
     }
-    conn.execute_batch(SCHEMA)?;
+    schema::ensure(&conn, &path.display().to_string())?;
     let wal = (config.synchronous == Synchronous::Full).then(|| {
         let mut wal = path.as_os_str().to_owned();
         wal.push("-wal");
         PathBuf::from(wal)
     });
-    let store = Store { conn, wal, synced_changes: Cell::new(u64::MAX) };
-    let found: Option<i64> = store.meta("schema")?.and_then(|v| v.parse().ok());
-    match found {
-        Some(v) if v > SCHEMA_VERSION => {
-            return Err(StoreError::Newer { path: path.display().to_string(), found: v });
-        }
-        Some(_) => {}
-        None => store.set_meta("schema", &SCHEMA_VERSION.to_string())?,
-    }
+    let store = Store { conn, wal, synced_changes: Cell::new(u64::MAX), audit_floor: Cell::new(0) };
+    store.audit_floor.set(store.meta(audit::FLOOR)?.and_then(|v| v.parse().ok()).unwrap_or(0));
     store.sync()?;
     // The log's directory entry too, once: SQLite would on its first sync of a new log.
     if store.wal.is_some()
@@ -321,10 +233,11 @@ impl Store {
         Ok(())
     }
 
-    /// Retention: audit records before `audit_before` (AM4); send outcomes and finished inbox
-    /// rows before `done_before`. Returns how many audit records went.
+    /// Retention: audit records before `audit_before` (AM4, see [`Store::prune_audit`]);
+    /// send outcomes and finished inbox rows before `done_before`. Returns how many audit
+    /// records went.
     pub fn prune(&self, audit_before: Timestamp, done_before: Timestamp) -> Result<usize, StoreError> {
-        let pruned = self.conn.exec("DELETE FROM audit WHERE at < ?1", [ms(audit_before)])?;
+        let pruned = self.prune_audit(audit_before)?;
         self.conn.exec("DELETE FROM sends WHERE at < ?1", [ms(done_before)])?;
         self.conn.exec("DELETE FROM inbox WHERE state != 'pending' AND done_at < ?1", [ms(done_before)])?;
         Ok(pruned)

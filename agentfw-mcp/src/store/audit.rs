@@ -3,11 +3,16 @@
 
 use agentfw_core::firewall::Decision;
 use agentfw_core::policy::Stage;
-use rusqlite::params;
+use agentfw_core::time::Timestamp;
+use rusqlite::{OptionalExtension, params};
 use serde_json::Value;
 
 use super::{Cached, Store, StoreError, ms};
 use crate::proto::{AuditQuery, AuditRecord, AuditResult};
+
+/// The `meta` key of the highest seq pruned: records are numbered above it, so a seq is never
+/// handed out twice, even once every record before it is gone (see [`super::schema`]).
+pub(super) const FLOOR: &str = "audit_floor";
 
 impl Store {
     /// Records `d` with `verdict` (`allow`, `deny`, `hold` or `would_refuse`), and, when the
@@ -15,8 +20,8 @@ impl Store {
     pub fn audit(&self, d: &Decision, verdict: &str, unverified: Option<&str>) -> Result<i64, StoreError> {
         let (code, rule, reason) = reason_parts(d);
         self.conn.exec(
-            "INSERT INTO audit (at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            "INSERT INTO audit (seq, at, message, stage, from_id, from_label, to_id, to_label, size, hops, verdict, code, rule, reason, unverified)
+             VALUES (max(IFNULL((SELECT MAX(seq) FROM audit), 0), ?15) + 1, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             params![
                 ms(d.at),
                 d.id.to_string(),
@@ -31,10 +36,34 @@ impl Store {
                 code,
                 rule,
                 reason,
-                unverified
+                unverified,
+                self.audit_floor.get()
             ],
         )?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Retention (AM4): the records from the oldest up to the first one at or after
+    /// `before`. Records are written in time order, so these are the ones older than
+    /// `before`, found by reading just them (no index on the time to keep up at every
+    /// decision); one written while the clock stood behind goes with the records around it.
+    /// Returns how many went.
+    pub(super) fn prune_audit(&self, before: Timestamp) -> Result<usize, StoreError> {
+        let first_kept: Option<i64> = self
+            .conn
+            .row("SELECT seq FROM audit WHERE at >= ?1 ORDER BY seq LIMIT 1", [ms(before)], |r| r.get(0))
+            .optional()?;
+        let last = match first_kept {
+            Some(seq) => seq - 1,
+            None => self.last_audit_seq()?,
+        };
+        if last > self.audit_floor.get() {
+            // The floor first: a crash between the two leaves records above it, never a
+            // gap below it that a new record could take.
+            self.set_meta(FLOOR, &last.to_string())?;
+            self.audit_floor.set(last);
+        }
+        Ok(self.conn.exec("DELETE FROM audit WHERE seq <= ?1", [last])?)
     }
 
     /// The latest record's `seq`, 0 when there is none.

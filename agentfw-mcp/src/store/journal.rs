@@ -2,7 +2,7 @@
 //! replayed in order. An entry is the input as the core serializes it (`{"input": …}`),
 //! with its time and the seed of its randomness.
 
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 
 use agentfw_core::firewall::{Input, State};
 use agentfw_core::time::Timestamp;
@@ -22,6 +22,16 @@ pub struct Entry {
 
 /// The snapshot, if any, and the journal after it.
 pub type Loaded = (Option<State>, Vec<Entry>);
+
+/// The seq of the last input journalled: the journal's highest, else the one the snapshot
+/// covers (the snapshot drops the journal). An entry is numbered above it, so its seq is
+/// above the snapshot's, which is what [`Store::load_state`] reads, without the
+/// `AUTOINCREMENT` bookkeeping written at every insert (see [`super::schema`]).
+macro_rules! last_seq {
+    () => {
+        "max(IFNULL((SELECT MAX(seq) FROM journal), 0), IFNULL((SELECT seq FROM snapshot WHERE id = 1), 0))"
+    };
+}
 
 impl Store {
     /// Reads the snapshot and the journal after it. An entry this build cannot read (a newer
@@ -55,7 +65,7 @@ impl Store {
     /// Journals `input`, fed to the firewall at `now` with an RNG from `seed`.
     pub fn append_journal(&self, now: Timestamp, seed: &[u8; 32], input: &Input) -> Result<(), StoreError> {
         self.conn.exec(
-            "INSERT INTO journal (at, seed, input) VALUES (?1, ?2, ?3)",
+            concat!("INSERT INTO journal (seq, at, seed, input) VALUES (", last_seq!(), " + 1, ?1, ?2, ?3)"),
             params![ms(now), &seed[..], serde_json::to_string(input)?],
         )?;
         Ok(())
@@ -65,35 +75,63 @@ impl Store {
     /// journal entries went: their text must leave the write-ahead log too ([`Store::purge`]).
     ///
     /// The state of a busy firewall is megabytes of JSON. It is streamed into its row
-    /// (measured, a zero blob of that length, then written through SQLite's incremental
-    /// blob I/O) rather than built as one string that SQLite then copies twice more (the
-    /// bound value, the record): those three copies were the daemon's largest allocations,
-    /// and the heap kept their space after each snapshot.
+    /// (measured, then written through SQLite's incremental blob I/O) rather than built as
+    /// one string that SQLite then copies twice more (the bound value, the record): those
+    /// three copies were the daemon's largest allocations, and the heap kept their space
+    /// after each snapshot.
+    ///
+    /// It is written over the last one, in place, when it fits the room that one has (and
+    /// fills at least three quarters of it), the rest of the room filled with spaces (JSON
+    /// allows them after the value): a new row would be new pages, and freeing the old
+    /// ones would write them once more, as zeros (secure deletion), so that each snapshot
+    /// wrote twice its size. A state that outgrew its room (or shrank well below it) gets
+    /// a new row with an eighth more room than it needs.
     pub fn write_snapshot(&self, now: Timestamp, state: &State) -> Result<bool, StoreError> {
         let mut length = Counted(0);
         serde_json::to_writer(&mut length, state)?;
-        let length = i32::try_from(length.0).map_err(|_| {
-            StoreError::Corrupt(format!(
-                "the firewall's state is {} bytes, more than a snapshot row holds (2 GiB)",
-                length.0
-            ))
-        })?;
-        let seq: i64 = self.conn.row("SELECT COALESCE(MAX(seq), 0) FROM journal", [], |r| r.get(0))?;
-        self.conn.exec(
-            "INSERT INTO snapshot (id, seq, at, state) VALUES (1, ?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2, state = ?3",
-            params![seq, ms(now), ZeroBlob(length)],
-        )?;
+        let length = length.0;
+        let seq: i64 = self.conn.row(concat!("SELECT ", last_seq!()), [], |r| r.get(0))?;
+        // `length` and `typeof` read the row's header, not the snapshot.
+        let room: Option<u64> = self
+            .conn
+            .row("SELECT CASE typeof(state) WHEN 'blob' THEN length(state) END FROM snapshot WHERE id = 1", [], |r| {
+                r.get::<_, Option<i64>>(0)
+            })
+            .optional()?
+            .flatten()
+            .and_then(|n| u64::try_from(n).ok());
+        let room = match room.filter(|&room| length <= room && length >= room - room / 4) {
+            Some(room) => {
+                self.conn.exec("UPDATE snapshot SET seq = ?1, at = ?2 WHERE id = 1", params![seq, ms(now)])?;
+                room
+            }
+            None => {
+                let room = length + length / 8;
+                let size = i32::try_from(room).map_err(|_| {
+                    StoreError::Corrupt(format!(
+                        "the firewall's state is {length} bytes, more than a snapshot row holds (2 GiB)"
+                    ))
+                })?;
+                self.conn.exec(
+                    "INSERT INTO snapshot (id, seq, at, state) VALUES (1, ?1, ?2, ?3)
+                     ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2, state = ?3",
+                    params![seq, ms(now), ZeroBlob(size)],
+                )?;
+                room
+            }
+        };
         let blob = self.conn.blob_open(MAIN_DB, c"snapshot", c"state", 1, false)?;
         let mut out = io::BufWriter::with_capacity(SNAPSHOT_CHUNK, blob);
         serde_json::to_writer(&mut out, state).map_err(|e| blob_error(e.into()))?;
-        let mut blob = out.into_inner().map_err(|e| blob_error(e.into_error()))?;
-        let written = blob.stream_position().map_err(blob_error)?;
-        if written != u64::from(length.unsigned_abs()) {
+        let written = out.stream_position().map_err(blob_error)?;
+        if written != length {
             return Err(StoreError::Corrupt(format!(
                 "the firewall's state serialized to {length} bytes, then to {written}: the snapshot is not written"
             )));
         }
+        // Over whatever a longer snapshot left after this one.
+        io::copy(&mut io::repeat(b' ').take(room - length), &mut out).map_err(blob_error)?;
+        let blob = out.into_inner().map_err(|e| blob_error(e.into_error()))?;
         blob.close()?;
         Ok(self.conn.exec("DELETE FROM journal WHERE seq <= ?1", [seq])? > 0)
     }
