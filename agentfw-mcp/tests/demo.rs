@@ -57,12 +57,16 @@ fn the_demo_tells_the_story_with_the_daemons_verdicts_and_cleans_up() {
     assert!(text.contains("     | - change files: only in `docs/`; anywhere else, ask your user first"), "{text}");
     // 2. The secret, refused by a rule.
     assert!(text.contains("2. A secret is refused on its first hop\n"), "{text}");
-    assert!(text.contains("     refused: refused by rule `"), "{text}");
+    assert!(text.contains("     agentfw: refused by rule `"), "{text}");
     // 3. The turn fuse.
     assert!(text.contains("the turn fuse stopped message 11"), "{text}");
     // 4. The injection: delivered at one hop, refused when forwarded, the path contained.
     assert!(text.contains("     | Message from worker (cursor), id "), "{text}");
     assert!(text.contains("the daemon quarantines every agent the text passed through"), "{text}");
+    let step_4 = text.split("web (claude) -> worker (cursor): \"Is the build green?\"\n").nth(1).unwrap();
+    let line = step_4.lines().next().unwrap();
+    assert!(line.starts_with("     agentfw: refused: the recipient, worker (cursor), is quarantined until "), "{line}");
+    assert!(!text.contains("refused: refused"), "a refusal is announced twice:\n{text}");
     // 5. The team table, from the daemon.
     let table = text.split("5. The team, as `agentfw team` shows it\n").nth(1).unwrap();
     let rows: Vec<&str> =

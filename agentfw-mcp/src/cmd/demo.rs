@@ -475,12 +475,12 @@ fn say(line: impl AsRef<str>) {
     println!("{}", line.as_ref());
 }
 
-/// The firewall's answer, indented under the step.
+/// The firewall's answer, indented under the step. A refusal says so itself (`refused: …`,
+/// `refused by rule …`): the head only says who answered.
 fn show(answer: &Answer) {
-    let head = if answer.error { "refused" } else { "agentfw" };
     let mut lines = answer.text.lines();
     if let Some(first) = lines.next() {
-        say(format!("     {head}: {first}"));
+        say(format!("     agentfw: {first}"));
     }
     for line in lines {
         say(format!("       {line}"));
