@@ -128,7 +128,10 @@ fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
         .optional()?
         .and_then(|v| v.parse().ok());
     // Builds before `meta` kept a version wrote schema 1.
-    let found = found.or_else(|| exists(conn, "journal").then_some(1));
+    let found = match found {
+        Some(v) => Some(v),
+        None => exists(conn, "journal")?.then_some(1),
+    };
     match found {
         Some(v) if v > VERSION => return Err(StoreError::Newer { path: path.to_owned(), found: v }),
         Some(v) if v < VERSION => from_1(conn)?,
@@ -144,7 +147,7 @@ fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
 /// both have, row ids included) and the old one dropped (secure deletion zeroes its pages).
 /// The highest audit seq ever handed out becomes the floor of the new ones.
 fn from_1(conn: &Connection) -> Result<(), StoreError> {
-    let handed_out: Option<i64> = if exists(conn, "sqlite_sequence") {
+    let handed_out: Option<i64> = if exists(conn, "sqlite_sequence")? {
         conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = 'audit'", [], |r| r.get(0)).optional()?
     } else {
         None
@@ -152,7 +155,12 @@ fn from_1(conn: &Connection) -> Result<(), StoreError> {
     for index in INDEXES_1 {
         conn.execute_batch(&format!("DROP INDEX IF EXISTS {index};"))?;
     }
-    let old: Vec<&str> = REBUILT.into_iter().filter(|t| exists(conn, t)).collect();
+    let mut old = Vec::new();
+    for table in REBUILT {
+        if exists(conn, table)? {
+            old.push(table);
+        }
+    }
     for table in &old {
         conn.execute_batch(&format!("ALTER TABLE {table} RENAME TO {table}_1;"))?;
     }
@@ -166,7 +174,7 @@ fn from_1(conn: &Connection) -> Result<(), StoreError> {
             "INSERT INTO {table} ({list}) SELECT {list} FROM {table}_1; DROP TABLE {table}_1;"
         ))?;
     }
-    if exists(conn, "sqlite_sequence") {
+    if exists(conn, "sqlite_sequence")? {
         conn.execute_batch("DELETE FROM sqlite_sequence;")?;
     }
     if let Some(seq) = handed_out {
@@ -178,10 +186,13 @@ fn from_1(conn: &Connection) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn exists(conn: &Connection, table: &str) -> bool {
-    conn.query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |_| Ok(()))
-        .optional()
-        .is_ok_and(|found| found.is_some())
+/// Whether `table` exists. A failure to read the schema is an error, not "no": taken for
+/// "no", it would mark an old database as migrated without migrating it.
+fn exists(conn: &Connection, table: &str) -> Result<bool, StoreError> {
+    let found = conn
+        .query_row("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", [table], |_| Ok(()))
+        .optional()?;
+    Ok(found.is_some())
 }
 
 fn columns(conn: &Connection, table: &str) -> Result<Vec<String>, StoreError> {
