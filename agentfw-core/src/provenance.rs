@@ -49,7 +49,7 @@ use crate::decode::Decoded;
 use crate::fingerprint::{Fingerprints, TextMemory};
 use crate::message::{Agent, AgentId, AgentKey, Hop};
 use crate::normalize::fold;
-use crate::spans::{self, MIN_SPAN, SpanIndex};
+use crate::spans::{self, MIN_SPAN, Mark, SpanIndex};
 use crate::time::Timestamp;
 
 /// Where a message's text came from: the agent that first wrote it and every agent it passed
@@ -170,6 +170,9 @@ pub struct Text {
     pub folded: String,
     /// How many bytes of `folded` are the text itself.
     pub message: usize,
+    /// The winnowed marks of `folded`: computed once, for tracing the message when it is
+    /// sent and for remembering it when it is delivered.
+    pub marks: Vec<Mark>,
 }
 
 impl Text {
@@ -180,7 +183,8 @@ impl Text {
             text.push('\n');
             text.push_str(&fold(&d.text));
         }
-        Self { prints: Fingerprints::of(folded), folded: text, message: folded.len() }
+        let marks = spans::winnow(&text);
+        Self { prints: Fingerprints::of(folded), folded: text, message: folded.len(), marks }
     }
 }
 
@@ -249,7 +253,7 @@ impl Ledger {
         self.spans
             .entry(recipient.clone())
             .or_insert_with(|| SpanIndex::new(config.window, config.span_marks, config.kept_bytes))
-            .insert(now, &spans::winnow(&text.folded), hazardous.then_some(text.folded.as_str()), Arc::clone(&shared));
+            .insert(now, &text.marks, hazardous.then_some(text.folded.as_str()), Arc::clone(&shared));
         if hazardous {
             let until = now + config.window;
             let taints = self.taints.entry(recipient.clone()).or_default();
@@ -290,10 +294,22 @@ impl Ledger {
         let [sender, recipient] = keys;
         let stream = self.streams.get(sender).and_then(|s| s.get(recipient)).filter(|s| s.until > now);
         let tail = stream.map_or("", |s| s.tail.as_str());
-        // The recent stream to this recipient, then this message: marks that end past
-        // `offset` touch this message.
-        let read = format!("{tail}\n{}", text.folded);
+        // The stream to this recipient is read as one text: its recent tail, then this
+        // message. A stretch shared with a received text lies in the message (its own marks
+        // find it), or it crosses from the tail into the message's first `MIN_SPAN`
+        // non-space characters (the junction's marks find it). Marks that end past `offset`
+        // touch this message: the message's own are moved past it.
+        let message = text.folded.get(..text.message).unwrap_or(&text.folded);
+        let head = message.get(..end_of_first(message, 2 * MIN_SPAN)).unwrap_or(message);
+        let junction = format!("{tail}\n{head}");
         let offset = tail.len() + 1;
+        let shift = u32::try_from(junction.len()).unwrap_or(u32::MAX);
+        let mut marks = spans::winnow(&junction);
+        marks.extend(text.marks.iter().map(|m| Mark {
+            start: m.start.saturating_add(shift),
+            end: m.end.saturating_add(shift),
+            ..*m
+        }));
         let mut best = self.inherited(now, sender, &text.prints);
         let mut readings = Vec::new();
         let mut copied: Vec<(u32, Range<u32>)> = Vec::new();
@@ -306,7 +322,7 @@ impl Ledger {
                     .filter(|(seq, _)| index.kept(now, *seq).is_some())
                     .cloned(),
             );
-            for copy in index.copies(now, &spans::winnow(&read)) {
+            for copy in index.copies(now, &marks) {
                 if !copy.hits.iter().any(|(out, _)| out.end as usize > offset) {
                     continue;
                 }
@@ -333,7 +349,11 @@ impl Ledger {
         }
         let stream = Stream {
             until: now + self.config.window,
-            tail: tail_of(&read, offset + text.message),
+            tail: if message.get(head.len()..).is_some_and(|rest| !rest.trim().is_empty()) {
+                tail_of(message)
+            } else {
+                tail_of(&junction)
+            },
             copied: coalesce(copied),
         };
         Trace { provenance, readings, stream }
@@ -466,10 +486,15 @@ fn coalesce(mut copied: Vec<(u32, Range<u32>)>) -> Vec<(u32, Range<u32>)> {
     merged.split_off(start)
 }
 
-/// The end of `text` up to byte `end`, keeping `2 * MIN_SPAN` non-space characters: enough
-/// that a stretch split anywhere over messages is found whole in the next one.
-fn tail_of(text: &str, end: usize) -> String {
-    let text = text.get(..end).unwrap_or(text);
+/// Where the first `n` non-space characters of `text` end, in bytes.
+fn end_of_first(text: &str, n: usize) -> usize {
+    let last = text.char_indices().filter(|(_, c)| !c.is_whitespace()).take(n).last();
+    last.map_or(0, |(i, c)| i + c.len_utf8())
+}
+
+/// The end of `text`, keeping `2 * MIN_SPAN` non-space characters: enough that a stretch
+/// split anywhere over messages is found whole in the next one.
+fn tail_of(text: &str) -> String {
     let start = text
         .char_indices()
         .rev()

