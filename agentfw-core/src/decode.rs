@@ -232,11 +232,24 @@ fn escaped_hex(bytes: &[u8], at: usize, end: usize) -> Option<(usize, Option<Dec
 /// The run `range` decoded as hex (if it is all hex digits) or else as base64.
 fn base64_or_hex(text: &str, range: Range<usize>) -> Option<Decoded> {
     let run = text.as_bytes().get(range.clone())?;
-    if run.len() >= MIN_HEX && run.len() % 2 == 0 && run.iter().all(u8::is_ascii_hexdigit) {
+    let hex = run.len() >= MIN_HEX && run.len() % 2 == 0 && run.iter().all(u8::is_ascii_hexdigit);
+    if hex && run.get(..2).and_then(hex_byte).is_some_and(|b| may_start_text(&[b])) {
         let bytes: Option<Vec<u8>> = run.chunks_exact(2).map(hex_byte).collect();
         if let Some(text) = bytes.and_then(as_text) {
             return Some(Decoded { range, encoding: Encoding::Hex, text });
         }
+    }
+    // Hashes, ids and random blobs decode to bytes that are not text, most of them already
+    // in their first three: a look at those spares copying and decoding the whole run.
+    let mut quantum = [0u8; 4];
+    for (slot, b) in quantum.iter_mut().zip(run.iter().copied().filter(|b| !b.is_ascii_whitespace())) {
+        *slot = b;
+    }
+    let mut head = [0u8; 3];
+    if !quantum.contains(&b'=')
+        && [&BASE64, &BASE64_URL].iter().all(|e| e.decode_slice(quantum, &mut head).is_err() || !may_start_text(&head))
+    {
+        return None;
     }
     let body: Vec<u8> = run.iter().copied().filter(|b| !b.is_ascii_whitespace()).collect();
     if body.len() < MIN_BASE64 {
@@ -269,6 +282,15 @@ fn hex_byte(pair: &[u8]) -> Option<u8> {
         [h, l] => Some(u8::try_from(digit(h)? * 16 + digit(l)?).ok()?),
         _ => None,
     }
+}
+
+/// Whether text can start with `bytes`: false when [`as_text`] would refuse any bytes that
+/// start with them (a control character, a byte UTF-8 never uses, a continuation byte
+/// first). Not the other way round: a character cut short at the end is let through.
+fn may_start_text(bytes: &[u8]) -> bool {
+    let control = |b: u8| (b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')) || b == 0x7F;
+    let never = |b: u8| matches!(b, 0xC0 | 0xC1 | 0xF5..=0xFF);
+    !bytes.iter().any(|&b| control(b) || never(b)) && !bytes.first().is_some_and(|&b| (0x80..0xC0).contains(&b))
 }
 
 /// `bytes` as text, if they are UTF-8 with no control characters but line breaks and tabs.
@@ -385,5 +407,48 @@ mod tests {
         for hostile in ["%".repeat(70_000), "\\x".repeat(30_000), "=".repeat(70_000), "a\n".repeat(30_000)] {
             assert!(decode(&hostile).is_empty());
         }
+    }
+
+    /// The look at a run's first bytes refuses only what decoding the whole run refuses:
+    /// every text (ASCII, accents, CJK, emoji, line breaks) may start with its first bytes,
+    /// and random bytes that are refused by the look are refused in full too.
+    #[test]
+    fn the_first_bytes_refuse_only_what_is_not_text() {
+        for text in ["hello", "\tindented", "\nline", "é café", "日本語", "🚀 go", "a\u{A0}b", "\u{7FF}x"] {
+            let bytes = text.as_bytes();
+            assert!(may_start_text(&bytes[..bytes.len().min(3)]), "{text:?}");
+        }
+        let mut state = 7u64;
+        let (mut refused, mut text) = (0, 0);
+        for _ in 0..20_000 {
+            let bytes: Vec<u8> = (0..6)
+                .map(|_| {
+                    state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (state >> 56) as u8
+                })
+                .collect();
+            if !may_start_text(&bytes[..3]) {
+                refused += 1;
+                assert_eq!(as_text(bytes.clone()), None, "{bytes:?}");
+            }
+            text += usize::from(as_text(bytes.clone()).is_some());
+            if as_text(bytes.clone()).is_some() {
+                assert!(may_start_text(&bytes[..3]), "{bytes:?}");
+            }
+        }
+        assert!(refused > 10_000 && text > 0, "{refused} refused, {text} text");
+    }
+
+    /// Runs whose first quantum is padding or too short still decode as before.
+    #[test]
+    fn runs_are_judged_whole_after_the_first_look() {
+        let hex: String = COMMAND.bytes().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(one(&format!("x {hex} y")), (Encoding::Hex, COMMAND.to_owned()));
+        // Hex that is not text is tried as base64, as before.
+        let random_hex = "00ff".repeat(8);
+        assert!(decode(&random_hex).iter().all(|d| d.encoding == Encoding::Base64));
+        let wrapped = STANDARD.encode(COMMAND.repeat(3));
+        let lines: Vec<&str> = wrapped.as_bytes().chunks(64).map(|c| core::str::from_utf8(c).unwrap()).collect();
+        assert_eq!(one(&lines.join("\n")), (Encoding::Base64, COMMAND.repeat(3)));
     }
 }

@@ -159,8 +159,13 @@ impl Pattern {
             return Verdict::Counts;
         };
         let input = Input::new(text).range(at..).anchored(Anchored::Yes);
+        // Most places a literal is found start no match: learning that needs neither
+        // captures nor the memory they are kept in.
+        if !regex.is_match(input.clone()) {
+            return Verdict::NoMatch;
+        }
         if !self.checks_value() {
-            return if regex.is_match(input) { Verdict::Counts } else { Verdict::NoMatch };
+            return Verdict::Counts;
         }
         let mut caps = regex.create_captures();
         regex.search_captures(&input, &mut caps);
