@@ -54,14 +54,14 @@ impl Engine {
         let label = self.label(&id);
         // A quarantine holds the agent: any process of it may be named (issue 17).
         let held = match self.sessions.get(&id) {
-            Some(s) => self.fw.quarantine_for(now, &s.agent),
+            Some(s) => self.fw.quarantine_for(now, s.agent()),
             None => self.fw.quarantine_of(now, &id),
         };
         if held.is_none() {
             return Err(reply(code::NOT_FOUND, format!("{label} is not quarantined")));
         }
         self.admin(now, AdminAction::LiftQuarantine { agent: id.clone() })?;
-        if self.sessions.get(&id).is_some_and(|s| self.fw.quarantine_for(now, &s.agent).is_some()) {
+        if self.sessions.get(&id).is_some_and(|s| self.fw.quarantine_for(now, s.agent()).is_some()) {
             return done(format!(
                 "the quarantine of {label} is lifted, but it runs inside a quarantined session (`agentfw team` names it): lift that one too"
             ));

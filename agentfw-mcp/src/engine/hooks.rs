@@ -38,7 +38,7 @@ impl Engine {
                 if !s.identity.shared_host {
                     s.identity.session = refined.session;
                 }
-                let label = s.agent.label();
+                let label = s.label().to_owned();
                 self.db.record_harness_session(now, &me, session_id, s.thread_id.as_deref(), &s.identity)?;
                 if self.waiting(&me)? > 0 {
                     self.schedule_wake(now, &me);
@@ -52,7 +52,7 @@ impl Engine {
                 {
                     return done("a wake-up from agentfw, not a person: the turn fuse is not reset".to_owned());
                 }
-                let label = s.agent.label();
+                let label = s.label().to_owned();
                 let id = me.clone();
                 self.tx(now, |e| e.apply(now, Input::HumanTurn(id)).map(|_| ()))?;
                 done(format!("a person spoke in {label}: its turn fuse is reset"))

@@ -13,9 +13,6 @@ use crate::clock;
 use crate::proto::{DeliveryView, InboxResult, RefusedView};
 use crate::store::{BatchRow, Pending};
 
-/// Most deliveries in one inbox batch.
-const BATCH: i64 = 200;
-
 impl Engine {
     /// An accepted message into its recipient's inbox.
     pub(super) fn enqueue(&mut self, now: Timestamp, m: &Accepted, warnings: &[Reason]) -> Result<(), EngineError> {
@@ -58,7 +55,7 @@ impl Engine {
             e.unpurged |= erased;
             e.sync_trust(now)?;
             let mut result = InboxResult { batch: batch.clone(), ..InboxResult::default() };
-            for pending in e.db.due(now, &me, BATCH)? {
+            for pending in e.db.due(now, &me)? {
                 let (seq, accepted) = match pending {
                     Pending::Note { seq, text } => {
                         e.db.mark_note_read(now, seq, &batch)?;

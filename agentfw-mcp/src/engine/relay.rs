@@ -367,7 +367,7 @@ impl Engine {
             .sessions
             .values()
             .filter(|s| self.alive(s))
-            .map(|s| Agent { machine: name.clone(), ..s.agent.clone() })
+            .map(|s| Agent { machine: name.clone(), ..s.agent().clone() })
             .collect();
         live.sort_by(|a, b| a.id.cmp(&b.id));
         let Some(relay) = self.relay.as_mut() else { return };

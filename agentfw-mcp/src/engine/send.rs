@@ -43,11 +43,12 @@ impl Engine {
             None => None,
             Some(r) => Some(r.parse::<MessageId>().map_err(|e| reply(code::BAD_REQUEST, format!("`reply_to`: {e}")))?),
         };
-        let to_agent = self.sessions.get(&recipient).map(|s| s.agent.clone()).or_else(|| self.remote_agent(&recipient));
+        let to_agent =
+            self.sessions.get(&recipient).map(|s| s.agent().clone()).or_else(|| self.remote_agent(&recipient));
         let (Some(from), Some(to_agent)) = (self.sessions.get(&me), to_agent) else {
             return Err(reply(code::INTERNAL, "session vanished"));
         };
-        let outgoing = Outgoing { from: from.agent.clone(), to: to_agent, body: text, reply_to };
+        let outgoing = Outgoing { from: from.agent().clone(), to: to_agent, body: text, reply_to };
         let outcome = self.tx(now, |e| {
             e.sync_trust(now)?;
             let mut out = e.apply(now, Input::Send(outgoing.clone()))?;

@@ -19,7 +19,11 @@ use crate::store::StoreError;
 #[derive(Debug)]
 pub(super) struct Session {
     pub(super) identity: Identity,
-    pub(super) agent: Agent,
+    /// Fixed when the session is first seen (see [`Session::agent`]).
+    agent: Agent,
+    /// `agent`'s label, built once: finding a recipient by label compares it with every
+    /// session's, at each send.
+    label: String,
     pub(super) thread_id: Option<String>,
     pub(super) project_dir: Option<String>,
     pub(super) home: Option<String>,
@@ -38,8 +42,10 @@ pub(super) struct Session {
 
 impl Session {
     fn new(identity: Identity, last_seen: Timestamp) -> Self {
+        let agent = identity.to_agent();
         Self {
-            agent: identity.to_agent(),
+            label: agent.label(),
+            agent,
             identity,
             thread_id: None,
             project_dir: None,
@@ -53,6 +59,18 @@ impl Session {
             last_batch: None,
             cleared: false,
         }
+    }
+
+    /// The agent this session is. It never changes (a hook that refines the identity
+    /// refines its harness session, not the agent), which is what keeps [`Session::label`]
+    /// true.
+    pub(super) fn agent(&self) -> &Agent {
+        &self.agent
+    }
+
+    /// The agent's label, as [`Agent::label`] builds it.
+    pub(super) fn label(&self) -> &str {
+        &self.label
     }
 }
 
@@ -72,8 +90,8 @@ impl Engine {
         let unknown: Vec<Agent> = self
             .sessions
             .values()
-            .filter(|s| self.fw.agents().key_of(&s.agent.id).is_none())
-            .map(|s| s.agent.clone())
+            .filter(|s| self.fw.agents().key_of(&s.agent().id).is_none())
+            .map(|s| s.agent().clone())
             .collect();
         let machine = self.config.relay.machine();
         let renamed = (self.fw.config().machine != machine).then_some(Input::Machine(machine));
@@ -129,7 +147,7 @@ impl Engine {
         if s.components.is_none() && s.components_error.is_none() {
             // Components are listed once per session (and again on an admission refresh),
             // so `team` shows "would refuse" before the first message.
-            let agent = s.agent.clone();
+            let agent = s.agent().clone();
             self.tx(now, |e| e.refresh_admission(now, &agent))?;
         }
         Ok(id)
@@ -150,7 +168,7 @@ impl Engine {
                 self.relay_components(agent, &list);
             }
             Err(e) => {
-                eprintln!("agentfw daemon: cannot list the components of {}: {e}", s.agent.label());
+                eprintln!("agentfw daemon: cannot list the components of {}: {e}", s.label());
                 s.components = None;
                 s.components_error = Some(e);
                 return Ok(());
@@ -198,10 +216,9 @@ impl Engine {
             }
             return Ok(id);
         }
-        let by_label: Vec<&Session> =
-            self.sessions.values().filter(|s| s.agent.label().eq_ignore_ascii_case(to)).collect();
+        let by_label: Vec<&Session> = self.sessions.values().filter(|s| s.label().eq_ignore_ascii_case(to)).collect();
         let candidates = if by_label.is_empty() && !to.contains('(') {
-            self.sessions.values().filter(|s| s.agent.project.eq_ignore_ascii_case(to)).collect()
+            self.sessions.values().filter(|s| s.agent().project.eq_ignore_ascii_case(to)).collect()
         } else {
             by_label
         };
@@ -219,11 +236,11 @@ impl Engine {
         }
         let live: Vec<&&Session> = candidates.iter().filter(|s| self.alive(s)).collect();
         match (live.as_slice(), live_only) {
-            ([one], _) => Ok(one.agent.id.clone()),
+            ([one], _) => Ok(one.agent().id.clone()),
             ([], true) => Err(candidates.first().map_or_else(|| reply(code::GONE_RECIPIENT, "gone"), |s| gone(s))),
-            ([], false) => Ok(candidates.first().map(|s| s.agent.id.clone()).unwrap_or(id)),
+            ([], false) => Ok(candidates.first().map(|s| s.agent().id.clone()).unwrap_or(id)),
             (many, _) => {
-                let ids: Vec<String> = many.iter().map(|s| s.agent.id.to_string()).collect();
+                let ids: Vec<String> = many.iter().map(|s| s.agent().id.to_string()).collect();
                 Err(reply(
                     code::AMBIGUOUS_RECIPIENT,
                     format!(
@@ -240,7 +257,10 @@ impl Engine {
     /// The label of agent `id`: a session of this machine's, one on another device (from the
     /// relay's directory), else its id, cleaned (ID7).
     pub(super) fn label(&self, id: &AgentId) -> String {
-        match self.sessions.get(id).map(|s| s.agent.clone()).or_else(|| self.remote_agent(id)) {
+        if let Some(s) = self.sessions.get(id) {
+            return s.label().to_owned();
+        }
+        match self.remote_agent(id) {
             Some(agent) => agent.label(),
             None => agentfw_core::label::bounded(id.as_str(), agentfw_core::label::MAX_LABEL_CHARS),
         }
@@ -252,8 +272,8 @@ fn gone(s: &Session) -> EngineError {
         code::GONE_RECIPIENT,
         format!(
             "{} ({}) is gone: its session has ended, so nothing can be delivered to it; call list_team to see who is reachable, or ask your user",
-            s.agent.label(),
-            s.agent.id
+            s.label(),
+            s.agent().id
         ),
     )
 }

@@ -31,7 +31,7 @@ impl Engine {
         let verdict = match admission.mode() {
             Mode::Off => None,
             mode => {
-                let e = admission.evaluate_agent(&s.agent);
+                let e = admission.evaluate_agent(s.agent());
                 e.refused.as_ref().map(|why| {
                     let verb = if mode == Mode::Report { "would refuse" } else { "refused" };
                     format!("{verb}: not admitted to the network: {why}")
@@ -39,20 +39,20 @@ impl Engine {
             }
         };
         AgentView {
-            id: s.agent.id.to_string(),
-            label: s.agent.label(),
-            agent: s.agent.kind.clone(),
-            project: s.agent.project.clone(),
+            id: s.agent().id.to_string(),
+            label: s.label().to_owned(),
+            agent: s.agent().kind.clone(),
+            project: s.agent().project.clone(),
             pid: s.identity.pid,
             started_at: s.identity.started_at.as_millis(),
             live: self.alive(s),
-            you: me == Some(&s.agent.id),
+            you: me == Some(&s.agent().id),
             verified: s.identity.verified,
             unverified: s.identity.unverified.as_ref().map(ToString::to_string),
             session: s.identity.session.as_ref().map(|x| x.id.clone()).or_else(|| s.thread_id.clone()),
             contained: self
                 .fw
-                .quarantine_for(now, &s.agent)
+                .quarantine_for(now, s.agent())
                 .map(|q| Contained { until: q.until.as_millis(), reason: q.reason.clone() }),
             admission: verdict,
             components_error: s.components_error.clone(),
@@ -77,7 +77,7 @@ impl Engine {
 
     pub(super) fn op_team(&mut self, now: Timestamp, caller: &Caller) -> Result<Value, EngineError> {
         let me = self.session_for(now, caller).ok();
-        let you = me.as_ref().and_then(|id| self.sessions.get(id)).map(|s| s.agent.label());
+        let you = me.as_ref().and_then(|id| self.sessions.get(id)).map(|s| s.label().to_owned());
         let result = TeamResult {
             you,
             admission_mode: mode_name(self.fw.admission().mode()).to_owned(),

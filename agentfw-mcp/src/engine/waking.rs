@@ -72,10 +72,7 @@ impl Engine {
             match s.wake.limiter.handle_timeout(now, &limits, channel.is_some()) {
                 WakeDecision::Wake => {}
                 WakeDecision::OverLimit { per_hour } => {
-                    eprintln!(
-                        "agentfw daemon: not waking {}: {per_hour} wake-ups in the last hour (WK2)",
-                        s.agent.label()
-                    );
+                    eprintln!("agentfw daemon: not waking {}: {per_hour} wake-ups in the last hour (WK2)", s.label());
                     continue;
                 }
                 WakeDecision::Nothing | WakeDecision::Cooldown { .. } => continue,
@@ -86,7 +83,7 @@ impl Engine {
             while s.wake.nonces.len() > NONCES {
                 s.wake.nonces.pop_front();
             }
-            let job = wake::Job { label: s.agent.label(), channel, text: wake::text(u64::from(waiting), &nonce) };
+            let job = wake::Job { label: s.label().to_owned(), channel, text: wake::text(u64::from(waiting), &nonce) };
             match &self.wake_tx {
                 Some(tx) => {
                     let _ = tx.send(job);

@@ -9,6 +9,13 @@ use rusqlite::{OptionalExtension, params};
 
 use super::{Cached, Store, StoreError, ms};
 
+/// The rows [`Store::due`] reads: at most 200, the most one inbox batch delivers. The limit
+/// is written into the statement, not bound: SQLite plans a bound `LIMIT` with the value it
+/// had, so binding it again at every read expired the statement, which SQLite then compiled
+/// anew at its next step (a tenth of a `check_inbox`).
+pub(super) const DUE: &str = "SELECT seq, kind, message, note FROM inbox
+     WHERE recipient = ?1 AND state = 'pending' AND not_before <= ?2 ORDER BY seq LIMIT 200";
+
 /// A pending row due for delivery.
 #[derive(Debug)]
 pub enum Pending {
@@ -69,14 +76,11 @@ impl Store {
         )?)
     }
 
-    /// At most `limit` pending rows for `recipient` that may be delivered at `now`, oldest
+    /// At most 200 pending rows for `recipient` that may be delivered at `now`, oldest
     /// first.
-    pub fn due(&self, now: Timestamp, recipient: &AgentId, limit: i64) -> Result<Vec<Pending>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT seq, kind, message, note FROM inbox
-             WHERE recipient = ?1 AND state = 'pending' AND not_before <= ?2 ORDER BY seq LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![recipient.as_str(), ms(now), limit], |r| {
+    pub fn due(&self, now: Timestamp, recipient: &AgentId) -> Result<Vec<Pending>, StoreError> {
+        let mut stmt = self.conn.prepare_cached(DUE)?;
+        let rows = stmt.query_map(params![recipient.as_str(), ms(now)], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,

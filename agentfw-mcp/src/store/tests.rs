@@ -304,3 +304,30 @@ fn a_snapshot_is_written_over_the_last_one_and_leaves_none_of_it() {
     let (restored, _) = store.load_state().unwrap();
     assert_eq!(serde_json::to_value(restored.unwrap()).unwrap(), serde_json::to_value(&bigger).unwrap());
 }
+
+/// Reading inboxes runs the statement compiled at the first read: a value bound to it that
+/// its plan used (a bound `LIMIT`) would make SQLite compile it again whenever it is bound.
+#[test]
+fn reading_inboxes_compiles_the_statement_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("agentfw.db"), &StorageConfig::default()).unwrap();
+    let t = |ms: u64| Timestamp::from_millis(1_700_000_000_000 + ms);
+    let readers = [AgentId::new("claude:1:1700000000000"), AgentId::new("codex:2:1700000000000")];
+    for round in 0..3u64 {
+        for (n, reader) in (0u64..).zip(&readers) {
+            store.enqueue_note(t(round), &format!("note-{round}-{n}"), reader, "the schema is ready").unwrap();
+            let due = store.due(t(10 * round + n), reader).unwrap();
+            let notes: Vec<i64> = due
+                .iter()
+                .filter_map(|p| match p {
+                    Pending::Note { seq, .. } => Some(*seq),
+                    Pending::Message { .. } => None,
+                })
+                .collect();
+            assert_eq!(notes.len(), 1, "{due:?}");
+            store.mark_note_read(t(10 * round + n), notes[0], &format!("batch-{round}")).unwrap();
+        }
+    }
+    let status = rusqlite::StatementStatus::RePrepare;
+    assert_eq!(store.conn.prepare_cached(inbox::DUE).unwrap().get_status(status), 0);
+}
