@@ -52,8 +52,9 @@
 //! operation, the bytes the daemon wrote and its write calls (`/proc/PID/io`: `wchar`,
 //! `syscw`; the database, its write-ahead log, where SQLite writes each frame of a commit as
 //! two calls, header and page, and the answers on its socket), and the CPU time its threads
-//! ran (`/proc/PID/task/*/schedstat`), in all and on the engine thread alone. Across
-//! machines, both daemons together.
+//! ran (`/proc/PID/task/*/schedstat`), in all and on the engine thread alone, and how many
+//! times its threads were scheduled in (`runs`: each hand-off between the socket's task and
+//! the engine thread wakes a thread). Across machines, both daemons together.
 //!
 //! `AGENTFW_BENCH_WRAP` runs each daemon under a command, started before any session so
 //! that the sessions use it: `strace -f -c -o FILE -e trace=pwrite64,write,fdatasync,fsync`
@@ -166,7 +167,7 @@ impl Report {
     fn add(&mut self, name: &str, figures: Figures) {
         let w = figures.work;
         println!(
-            "  {name:<34} p50 {:>6.3} ms  p95 {:>6.3}  p99 {:>6.3}  {:>7.0} msgs/s   floor p50 {:.3} ms, {:.0}/s  ratio {:.2}\n  {:<34} each: {:.1} KiB in {:.1} writes, cpu {:.0} µs (engine {:.0})",
+            "  {name:<34} p50 {:>6.3} ms  p95 {:>6.3}  p99 {:>6.3}  {:>7.0} msgs/s   floor p50 {:.3} ms, {:.0}/s  ratio {:.2}\n  {:<34} each: {:.1} KiB in {:.1} writes, cpu {:.0} µs (engine {:.0}), threads scheduled in {:.1} times",
             figures.p50,
             figures.p95,
             figures.p99,
@@ -179,6 +180,7 @@ impl Report {
             w.writes,
             w.cpu_us,
             w.engine_us,
+            w.runs,
         );
         match self.rows.iter_mut().find(|(n, _)| n == name) {
             Some((_, all)) => all.push(figures),
@@ -189,7 +191,7 @@ impl Report {
     fn print(&self) {
         println!("\nmedian of rounds (lowest–highest p50 of the rounds)");
         println!(
-            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7}",
+            "{:<34} {:>9} {:>9} {:>9} {:>9} {:>10} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>5}",
             "scenario",
             "p50 ms",
             "p95 ms",
@@ -202,7 +204,8 @@ impl Report {
             "KiB",
             "writes",
             "cpu µs",
-            "engine"
+            "engine",
+            "runs"
         );
         for (name, all) in &self.rows {
             let med = |f: fn(&Figures) -> f64| median(all.iter().map(f).collect());
@@ -211,7 +214,7 @@ impl Report {
             let lo = all.iter().map(|f| f.p50).fold(f64::INFINITY, f64::min);
             let hi = all.iter().map(|f| f.p50).fold(0.0, f64::max);
             println!(
-                "{name:<34} {:>9.3} {:>9.3} {:>9.3} {:>9.0} {:>10.3} {:>8.0} {:>8.2} {:>8.2} {:>7.1} {:>7.1} {:>7.0} {:>7.0}   ({lo:.3}–{hi:.3})",
+                "{name:<34} {:>9.3} {:>9.3} {:>9.3} {:>9.0} {:>10.3} {:>8.0} {:>8.2} {:>8.2} {:>7.1} {:>7.1} {:>7.0} {:>7.0} {:>5.1}   ({lo:.3}–{hi:.3})",
                 med(|f| f.p50),
                 med(|f| f.p95),
                 med(|f| f.p99),
@@ -224,6 +227,7 @@ impl Report {
                 med(|f| f.work.writes),
                 med(|f| f.work.cpu_us),
                 med(|f| f.work.engine_us),
+                med(|f| f.work.runs),
             );
         }
     }
@@ -251,8 +255,9 @@ fn load() -> String {
 struct Counters {
     written: u64,
     writes: u64,
-    /// Each thread's CPU time in ns, by pid and thread id, and whether it is the engine.
-    threads: Vec<((u32, u32), u64, bool)>,
+    /// Each thread's CPU time in ns and how many times it was scheduled in, by pid and
+    /// thread id, and whether it is the engine.
+    threads: Vec<((u32, u32), u64, u64, bool)>,
 }
 
 impl Counters {
@@ -269,13 +274,12 @@ impl Counters {
             }
             for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
                 let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else { continue };
-                let ns = std::fs::read_to_string(task.path().join("schedstat"))
-                    .ok()
-                    .and_then(|s| s.split_whitespace().next()?.parse().ok())
-                    .unwrap_or(0);
+                // CPU time, time waiting to run, times run.
+                let schedstat = std::fs::read_to_string(task.path().join("schedstat")).unwrap_or_default();
+                let field = |i: usize| schedstat.split_whitespace().nth(i).and_then(|v| v.parse().ok()).unwrap_or(0);
                 let engine =
                     std::fs::read_to_string(task.path().join("comm")).is_ok_and(|n| n.trim() == "agentfw-engine");
-                c.threads.push(((pid, tid), ns, engine));
+                c.threads.push(((pid, tid), field(0), field(2), engine));
             }
         }
         c
@@ -284,10 +288,11 @@ impl Counters {
     /// What happened since `before`: the CPU time of threads that ran throughout or started
     /// since (one that ended meanwhile takes its time with it).
     fn since(&self, before: &Self) -> Delta {
-        let (mut cpu_ns, mut engine_ns) = (0, 0);
-        for (id, ns, engine) in &self.threads {
-            let earlier = before.threads.iter().find(|(b, _, _)| b == id).map_or(0, |(_, ns, _)| *ns);
-            let ran = ns.saturating_sub(earlier);
+        let (mut cpu_ns, mut engine_ns, mut runs) = (0, 0, 0);
+        for (id, ns, n, engine) in &self.threads {
+            let earlier = before.threads.iter().find(|(b, ..)| b == id);
+            let ran = ns.saturating_sub(earlier.map_or(0, |(_, ns, _, _)| *ns));
+            runs += n.saturating_sub(earlier.map_or(0, |(_, _, n, _)| *n));
             cpu_ns += ran;
             if *engine {
                 engine_ns += ran;
@@ -298,6 +303,7 @@ impl Counters {
             writes: self.writes.saturating_sub(before.writes),
             cpu_ns,
             engine_ns,
+            runs,
         }
     }
 }
@@ -309,6 +315,8 @@ struct Delta {
     writes: u64,
     cpu_ns: u64,
     engine_ns: u64,
+    /// Times a thread was scheduled in: each hand-off from one thread to another is one.
+    runs: u64,
 }
 
 impl std::ops::AddAssign for Delta {
@@ -317,6 +325,7 @@ impl std::ops::AddAssign for Delta {
         self.writes += other.writes;
         self.cpu_ns += other.cpu_ns;
         self.engine_ns += other.engine_ns;
+        self.runs += other.runs;
     }
 }
 
@@ -327,6 +336,7 @@ struct Work {
     writes: f64,
     cpu_us: f64,
     engine_us: f64,
+    runs: f64,
 }
 
 impl Work {
@@ -339,6 +349,7 @@ impl Work {
             writes: per(all.writes, chunk.untimed.writes),
             cpu_us: per(all.cpu_ns, chunk.untimed.cpu_ns) / 1e3,
             engine_us: per(all.engine_ns, chunk.untimed.engine_ns) / 1e3,
+            runs: per(all.runs, chunk.untimed.runs),
         }
     }
 }
@@ -600,6 +611,73 @@ fn memory(what: &str, pid: u32) {
         get("RssFile"),
         get("Threads")
     );
+    let kib = Mappings::read(pid);
+    println!(
+        "  resident by mapping: main heap {} KiB, other anonymous (the allocator's other arenas) {} KiB, \
+         thread stacks {} KiB, files {} KiB (of which shared memory {} KiB)",
+        kib.heap, kib.arenas, kib.stacks, kib.files, kib.shared
+    );
+}
+
+/// A process's resident memory (KiB) by the kind of mapping that holds it, from
+/// `/proc/PID/smaps`. A thread's stack is the mapping that holds its stack pointer, which
+/// `/proc/PID/task/TID/syscall` shows while the thread waits in a system call (the daemon's
+/// threads all do when it is idle).
+#[derive(Debug, Default)]
+struct Mappings {
+    heap: u64,
+    arenas: u64,
+    stacks: u64,
+    files: u64,
+    shared: u64,
+}
+
+impl Mappings {
+    fn read(pid: u32) -> Self {
+        let mut pointers = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+            let syscall = std::fs::read_to_string(task.path().join("syscall")).unwrap_or_default();
+            let fields: Vec<&str> = syscall.split_whitespace().collect();
+            if fields.len() == 9
+                && let Ok(sp) = u64::from_str_radix(fields[7].trim_start_matches("0x"), 16)
+            {
+                pointers.push(sp);
+            }
+        }
+        let mut m = Self::default();
+        let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap_or_default();
+        let mut range = (0, 0);
+        let mut name = String::new();
+        for line in smaps.lines() {
+            let mut words = line.split_whitespace();
+            let first = words.next().unwrap_or_default();
+            if let Some((from, to)) = first.split_once('-')
+                && let (Ok(from), Ok(to)) = (u64::from_str_radix(from, 16), u64::from_str_radix(to, 16))
+            {
+                range = (from, to);
+                name = words.nth(4).unwrap_or_default().to_owned();
+                continue;
+            }
+            if first != "Rss:" {
+                continue;
+            }
+            let rss: u64 = words.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            let stack = name == "[stack]" || pointers.iter().any(|&sp| range.0 <= sp && sp < range.1);
+            match name.as_str() {
+                _ if stack => m.stacks += rss,
+                "[heap]" => m.heap += rss,
+                "" => m.arenas += rss,
+                n if n.starts_with('/') => {
+                    m.files += rss;
+                    if n.ends_with("-shm") {
+                        m.shared += rss;
+                    }
+                }
+                _ => m.arenas += rss,
+            }
+        }
+        m
+    }
 }
 
 // ---------------------------------------------------------------------------------------
