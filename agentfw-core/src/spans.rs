@@ -32,8 +32,9 @@ pub const WINDOW: usize = 8;
 /// Any copied stretch of at least this many non-space characters (about six words of
 /// prose, 35–40 characters with its spaces) is always found.
 pub const MIN_SPAN: usize = K + WINDOW - 1;
-/// How many recent characters [`winnow`] holds: a power of two of at least `K + 1`.
-const RING: usize = (K + 1).next_power_of_two();
+/// How many recent characters [`winnow`] holds: a power of two, and enough that the first
+/// character of the oldest run in the window is still there.
+const RING: usize = (K + WINDOW - 1).next_power_of_two();
 
 /// A kept hash and where its run lies in the text, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -70,78 +71,125 @@ fn mix(mut z: u64) -> u64 {
 /// fewer than [`WINDOW`] runs keeps its smallest; one shorter than [`K`] non-space
 /// characters has none.
 pub fn winnow(text: &str) -> Vec<Mark> {
-    // About two marks per WINDOW + 1 characters.
-    let mut marks = Vec::with_capacity(text.len() / (WINDOW / 2) + 1);
-    // The last RING non-space characters (code + 1, byte offset), so that the one K back
-    // and the first of the current run are both still there, and the last WINDOW runs.
-    // Both sizes are powers of two: a slot is found with a mask, never out of bounds.
-    let mut chars = Ring::<(u64, u32), RING>::default();
-    let mut window = Ring::<Mark, WINDOW>::default();
-    let (mut seen, mut runs, mut h) = (0usize, 0usize, 0u64);
-    // The run whose hash is the window's smallest (rightmost on ties), and the last kept.
-    let mut min = 0usize;
-    let mut kept: Option<usize> = None;
-    for (at, c) in text.char_indices() {
-        if c.is_whitespace() {
-            continue;
+    let mut w = Winnower::new(text.len());
+    if text.is_ascii() && u32::try_from(text.len()).is_ok() {
+        // The same characters, read a byte at a time: no decoding, and only ASCII spaces.
+        for (at, &b) in (0u32..).zip(text.as_bytes()) {
+            if !b.is_ascii_whitespace() && b != 0x0B {
+                w.push(u64::from(b) + 1, at, at + 1);
+            }
         }
-        let code = u64::from(c) + 1;
+    } else {
+        for (at, c) in text.char_indices() {
+            if !c.is_whitespace() {
+                let at = u32::try_from(at).unwrap_or(u32::MAX);
+                w.push(u64::from(c) + 1, at, at.saturating_add(c.len_utf8() as u32));
+            }
+        }
+    }
+    w.finish()
+}
+
+/// Winnowing one non-space character at a time, in constant space besides the marks.
+struct Winnower {
+    marks: Vec<Mark>,
+    /// Where the last RING non-space characters start and end, so that the first of the
+    /// oldest run still in the window and the last of the newest are both there, and
+    /// their codes, so that the one K back can leave the hash.
+    starts: [u32; RING],
+    ends: [u32; RING],
+    codes: [u64; RING],
+    /// The hashes of the last WINDOW runs.
+    hashes: [u64; WINDOW],
+    /// Non-space characters seen, and the rolling hash of the last K.
+    seen: usize,
+    h: u64,
+    /// The run whose hash is the window's smallest (rightmost on ties), and the last kept.
+    min: usize,
+    kept: Option<usize>,
+}
+
+impl Winnower {
+    fn new(len: usize) -> Self {
+        Self {
+            // About two marks per WINDOW + 1 characters.
+            marks: Vec::with_capacity(len / (WINDOW / 2) + 1),
+            starts: [0; RING],
+            ends: [0; RING],
+            codes: [0; RING],
+            hashes: [0; WINDOW],
+            seen: 0,
+            h: 0,
+            min: 0,
+            kept: None,
+        }
+    }
+
+    /// The next non-space character: its code + 1, and where it starts and ends.
+    #[inline(always)]
+    fn push(&mut self, code: u64, start: u32, end: u32) {
+        let seen = self.seen;
         // The character K back leaves the run (none while fewer than K have been seen).
-        let old = if seen >= K { chars.get(seen - K).0 } else { 0 };
-        h = h.wrapping_mul(BASE).wrapping_add(code).wrapping_sub(old.wrapping_mul(BASE_K));
-        chars.set(seen, (code, u32::try_from(at).unwrap_or(u32::MAX)));
-        seen += 1;
-        if seen < K {
-            continue;
+        let old = if seen >= K { ring(&self.codes, seen - K) } else { 0 };
+        self.h = self.h.wrapping_mul(BASE).wrapping_add(code).wrapping_sub(old.wrapping_mul(BASE_K));
+        set(&mut self.codes, seen, code);
+        set(&mut self.starts, seen, start);
+        set(&mut self.ends, seen, end);
+        self.seen = seen + 1;
+        if seen + 1 < K {
+            return;
         }
-        let start = chars.get(seen - K).1;
-        let end = u32::try_from(at + c.len_utf8()).unwrap_or(u32::MAX);
-        let run = runs;
-        runs += 1;
-        let mark = Mark { hash: mix(h), start, end };
-        window.set(run, mark);
-        if min + WINDOW <= run {
+        // The run of the last K characters, numbered by its first.
+        let run = seen + 1 - K;
+        let hash = mix(self.h);
+        set(&mut self.hashes, run, hash);
+        if self.min + WINDOW <= run {
             // The smallest left the window: find the new one, rightmost on ties.
             let first = run + 1 - WINDOW;
-            min =
-                (first..=run).fold(first, |best, j| if window.get(j).hash <= window.get(best).hash { j } else { best });
-        } else if mark.hash <= window.get(min).hash {
-            min = run;
+            let mut best = first;
+            let mut low = ring(&self.hashes, first);
+            for j in first + 1..=run {
+                let x = ring(&self.hashes, j);
+                if x <= low {
+                    (best, low) = (j, x);
+                }
+            }
+            self.min = best;
+        } else if hash <= ring(&self.hashes, self.min) {
+            self.min = run;
         }
-        if run + 1 >= WINDOW && kept != Some(min) {
-            marks.push(window.get(min));
-            kept = Some(min);
+        if run + 1 >= WINDOW && self.kept != Some(self.min) {
+            self.keep();
         }
     }
-    if (1..WINDOW).contains(&runs) {
-        marks.push(window.get(min));
+
+    fn keep(&mut self) {
+        let min = self.min;
+        let mark =
+            Mark { hash: ring(&self.hashes, min), start: ring(&self.starts, min), end: ring(&self.ends, min + K - 1) };
+        self.marks.push(mark);
+        self.kept = Some(min);
     }
-    marks
+
+    fn finish(mut self) -> Vec<Mark> {
+        let runs = (self.seen + 1).saturating_sub(K);
+        if (1..WINDOW).contains(&runs) {
+            self.keep();
+        }
+        self.marks
+    }
 }
 
-/// The last `N` values written, by position; `N` is a power of two.
-struct Ring<T, const N: usize>([T; N]);
-
-impl<T: core::marker::Copy + Default, const N: usize> Default for Ring<T, N> {
-    fn default() -> Self {
-        Self([T::default(); N])
-    }
+/// The value written at position `i` of a ring whose size is a power of two.
+#[inline(always)]
+fn ring<T: core::marker::Copy + Default, const N: usize>(ring: &[T; N], i: usize) -> T {
+    ring.get(i & (N - 1)).copied().unwrap_or_default()
 }
 
-impl<T: core::marker::Copy + Default, const N: usize> Ring<T, N> {
-    const MASK: usize = {
-        assert!(N.is_power_of_two());
-        N - 1
-    };
-
-    fn get(&self, i: usize) -> T {
-        self.0.get(i & Self::MASK).copied().unwrap_or_default()
-    }
-
-    fn set(&mut self, i: usize, value: T) {
-        if let Some(slot) = self.0.get_mut(i & Self::MASK) {
-            *slot = value;
-        }
+#[inline(always)]
+fn set<T, const N: usize>(ring: &mut [T; N], i: usize, value: T) {
+    if let Some(slot) = ring.get_mut(i & (N - 1)) {
+        *slot = value;
     }
 }
 
@@ -590,6 +638,8 @@ mod tests {
             "x".repeat(K + 3),
             "ab".repeat(200),
             "é ü 漢字 🙂 ".repeat(30),
+            // Every ASCII character, spaces of every kind among them.
+            (0u8..128).map(char::from).collect::<String>().repeat(3),
             String::new(),
             "short".to_owned(),
         ];
