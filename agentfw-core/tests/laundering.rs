@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use agentfw_core::firewall::{Accepted, Config, Event, Firewall, Output, Refusal};
+use agentfw_core::firewall::{Accepted, Config, Event, Firewall, Input, Outgoing, Output, Refusal};
 use agentfw_core::message::Agent;
 use agentfw_core::policy::RuleSet;
 use agentfw_core::sim::Sim;
@@ -83,6 +83,26 @@ fn laundered(received: &str, text: &str) -> Refusal {
     let (api, web) = (team.api.clone(), team.web.clone());
     let out = team.sim.send(&api, &web, text);
     refused_as_forwarded(&team, out)
+}
+
+/// A delivery here takes the text its send read (folded, decoded, winnowed) only if the
+/// body is the same: one changed between send and delivery is remembered as delivered, so
+/// a harmless send cannot carry an injection into the recipient's ledger unseen.
+#[test]
+fn a_body_changed_between_send_and_delivery_is_read_as_delivered() {
+    let mut fw = Firewall::new(Config::default());
+    fw.set_rules(Arc::new(RuleSet::default_pack().unwrap()));
+    let (mut rng, now) = (ChaCha20Rng::seed_from_u64(17), Timestamp::from_millis(1_796_047_500_000));
+    let (worker, api, web) = (agent("worker", "cursor"), agent("api", "codex"), agent("web", "claude"));
+    let harmless = "The build is green again; nothing to do today, see you tomorrow.";
+    let out = Outgoing { from: worker, to: api.clone(), body: harmless.to_owned(), reply_to: None };
+    let mut message = accepted(fw.handle(now, &mut rng, Input::Send(out)));
+    message.body = INJECTION.to_owned();
+    let delivered = fw.handle(now, &mut rng, Input::Deliver(message));
+    assert!(matches!(delivered, Output::Delivered { .. }), "{delivered:?}");
+    let out = Outgoing { from: api, to: web, body: COMMAND.to_owned(), reply_to: None };
+    let passed_on = fw.handle(now, &mut rng, Input::Send(out));
+    assert!(matches!(&passed_on, Output::Refused(r) if r.reason.code == "rule"), "{passed_on:?}");
 }
 
 #[test]
