@@ -52,11 +52,12 @@ impl Literals {
     /// The literals of the pattern `hir`: prefixes when they are usable, else suffixes,
     /// else literals every match holds somewhere inside.
     pub(crate) fn of(hir: &Hir) -> Self {
-        let hir = fold_case(hir);
-        if let Some((literals, back)) = prefixes(&hir) {
+        let folded = fold_case(hir);
+        let hir = folded.as_ref().unwrap_or(hir);
+        if let Some((literals, back)) = prefixes(hir) {
             return Self::Prefixes { literals, back };
         }
-        match extract(&hir, ExtractKind::Suffix).or_else(|| inside(&hir)) {
+        match extract(hir, ExtractKind::Suffix).or_else(|| inside(hir)) {
             Some(literals) => Self::Inside(literals),
             None => Self::None,
         }
@@ -152,21 +153,25 @@ fn shortest(literals: &[Vec<u8>]) -> usize {
 }
 
 /// `hir` with every class of one ASCII letter in both cases (`(?i-u:a)` is `[Aa]`) made the
-/// lower-case letter: literals are found ignoring ASCII case anyway, and `(?i)secret` is
-/// then one literal instead of 64, so long lists of words stay within the extractor's
-/// limits.
-fn fold_case(hir: &Hir) -> Hir {
+/// lower-case letter, or `None` when it has no such class (most patterns: nothing is
+/// copied): literals are found ignoring ASCII case anyway, and `(?i)secret` is then one
+/// literal instead of 64, so long lists of words stay within the extractor's limits.
+fn fold_case(hir: &Hir) -> Option<Hir> {
+    let all = |items: &[Hir]| {
+        let folded: Vec<Option<Hir>> = items.iter().map(fold_case).collect();
+        folded.iter().any(Option::is_some).then(|| {
+            folded.into_iter().zip(items).map(|(f, item)| f.unwrap_or_else(|| item.clone())).collect::<Vec<_>>()
+        })
+    };
     match hir.kind() {
-        HirKind::Class(class) => ascii_letter(class).map_or_else(|| hir.clone(), |b| Hir::literal([b])),
-        HirKind::Repetition(r) => {
-            Hir::repetition(Repetition { min: r.min, max: r.max, greedy: r.greedy, sub: Box::new(fold_case(&r.sub)) })
-        }
-        HirKind::Capture(c) => {
-            Hir::capture(Capture { index: c.index, name: c.name.clone(), sub: Box::new(fold_case(&c.sub)) })
-        }
-        HirKind::Concat(items) => Hir::concat(items.iter().map(fold_case).collect()),
-        HirKind::Alternation(items) => Hir::alternation(items.iter().map(fold_case).collect()),
-        HirKind::Empty | HirKind::Literal(_) | HirKind::Look(_) => hir.clone(),
+        HirKind::Class(class) => ascii_letter(class).map(|b| Hir::literal([b])),
+        HirKind::Repetition(r) => fold_case(&r.sub)
+            .map(|sub| Hir::repetition(Repetition { min: r.min, max: r.max, greedy: r.greedy, sub: Box::new(sub) })),
+        HirKind::Capture(c) => fold_case(&c.sub)
+            .map(|sub| Hir::capture(Capture { index: c.index, name: c.name.clone(), sub: Box::new(sub) })),
+        HirKind::Concat(items) => all(items).map(Hir::concat),
+        HirKind::Alternation(items) => all(items).map(Hir::alternation),
+        HirKind::Empty | HirKind::Literal(_) | HirKind::Look(_) => None,
     }
 }
 
