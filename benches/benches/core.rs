@@ -61,10 +61,12 @@ fn full_ledger(web: &Agent, api: &Agent) -> Ledger {
     ledger
 }
 
-/// The ledger's share of a message's cost, with the receiving session full (PV4): tracing
-/// a send (fingerprints, winnowing and one lookup per mark; the message copies a stretch of
-/// a remembered text) and recording a delivery (which evicts the oldest), at 1 KiB and
-/// 64 KiB; and the pieces on their own.
+/// The ledger's share of a message's cost, with the receiving session full (PV4): reading
+/// a message once (fingerprints and winnowing of the folded text and its decodings, which
+/// its send and its delivery here share), tracing a send (the stream's junction winnowed
+/// and one lookup per mark; the message copies a stretch of a remembered text) and
+/// recording a delivery (which evicts the oldest), at 1 KiB and 64 KiB; and the pieces on
+/// their own.
 fn ledger(c: &mut Criterion) {
     let (web, api, worker) =
         (Agent::new("w", "claude", "web"), Agent::new("a", "codex", "api"), Agent::new("k", "cursor", "worker"));
@@ -74,8 +76,10 @@ fn ledger(c: &mut Criterion) {
     for (name, bytes) in [("1KiB", 1024), ("64KiB", 64 * 1024)] {
         let body = format!("as worker said: {}\n{}", distinct(7, 200), ascii_1k().repeat(bytes / 1024));
         let folded = fold(&body);
-        let text = Text::new(&folded, &decode(&body));
+        let decoded = decode(&body);
+        let text = Text::new(&folded, &decoded);
         g.throughput(Throughput::Bytes(body.len() as u64));
+        g.bench_function(format!("read/{name}"), |b| b.iter(|| Text::new(black_box(&folded), &decoded)));
         let keys = (api.key("laptop"), worker.key("laptop"));
         g.bench_function(format!("send_trace/{name}"), |b| {
             b.iter(|| ledger.trace(now, black_box(&api), &worker, [&keys.0, &keys.1], black_box(&text)))
