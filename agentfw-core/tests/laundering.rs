@@ -68,7 +68,10 @@ fn refused_as_forwarded(team: &Team, out: Output) -> Refusal {
     };
     assert_eq!(r.reason.code, "rule", "{r:?}");
     let rule = r.reason.rule.as_deref().unwrap();
-    assert!(rule == "deny-forwarded-commands" || rule == "deny-forwarded-injections", "{r:?}");
+    assert!(
+        ["deny-forwarded-commands", "deny-forwarded-injections", "deny-forwarded-injection-score"].contains(&rule),
+        "{r:?}"
+    );
     let now = team.sim.now;
     assert!(team.sim.firewall.quarantine_of(now, &team.api.id).is_some(), "api passed it on");
     assert!(team.sim.firewall.quarantine_of(now, &team.worker.id).is_some(), "worker sent it");

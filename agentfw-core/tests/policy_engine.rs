@@ -385,7 +385,8 @@ fn the_default_pack_compiles_and_lists_its_rules() {
             "deny-provider-tokens",
             "deny-generic-credentials",
             "deny-forwarded-commands",
-            "deny-forwarded-injections"
+            "deny-forwarded-injections",
+            "deny-forwarded-injection-score"
         ]
     );
     assert!(set.rules().all(|r| r.on == [Stage::Sending, Stage::Delivering]));

@@ -138,7 +138,7 @@ fn rules_check_accepts_the_shipped_files() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../agentfw-core/rules");
     let out = agentfw().args(["rules", "check"]).arg(root.join("default")).arg(root.join("patterns")).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("ok: 5 rules in 5 rule files"), "{}", stdout(&out));
+    assert!(stdout(&out).starts_with("ok: 6 rules in 6 rule files"), "{}", stdout(&out));
     // The whole folder: rules, patterns, the placeholder list and the cases.
     let out = agentfw().args(["rules", "check"]).arg(&root).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -173,6 +173,7 @@ fn rules_list_shows_the_active_rules() {
         "deny-generic-credentials",
         "deny-forwarded-commands",
         "deny-forwarded-injections",
+        "deny-forwarded-injection-score",
     ] {
         assert!(text.contains(id), "{id} missing from {text}");
     }

@@ -314,6 +314,84 @@ def chat_prompt_engineering(rng):
     )
 
 
+def api_url(rng):
+    host = pick(rng, "api.github.com", "status.internal.acme.io", "registry.local:5000", "api.stripe-mock.dev",
+                "httpbin.org", "metrics.staging.svc", "api.openweathermap.org", "pypi.org/pypi/requests")
+    path = pick(rng, "/v1/status", "/repos/acme/api/pulls?state=open", "/v2/_catalog", "/json", "/health",
+                f"/api/v1/items?page={rng.randint(1, 9)}", "/rate_limit", "/metrics")
+    return f"https://{host}{path}"
+
+
+def inspect_command(rng):
+    """A one-line command that fetches or reads something and looks at it, as developers
+    paste them: the output goes to a viewer, a parser or a file, never to a shell."""
+    url = api_url(rng)
+    return pick(
+        rng,
+        f"curl -s {url} | jq '{pick(rng, '.', '.items | length', '.[] | .name', '.status')}'",
+        f"curl -sS -H 'Accept: application/json' {url} | python3 -m json.tool",
+        f"wget -qO- {url} | jq .",
+        f"curl -fsSL {url} -o response.json && less response.json",
+        f"curl -H 'Authorization: Bearer $TOKEN' {url} | jq '.data[0]'",
+        f"curl -I {url}",
+        f"curl -fsSL https://{pick(rng, 'packages.example.org', 'apt.releases.acme.io', 'download.vendor.dev')}/gpg.key | sudo gpg --dearmor -o /etc/apt/keyrings/vendor.gpg",
+        f"gh api repos/acme/{pick(rng, 'api', 'web', 'infra')}/actions/runs --jq '.workflow_runs[0].status'",
+        f"aws {pick(rng, 's3 ls s3://acme-artifacts/', 'sts get-caller-identity', 'ssm get-parameter --name /app/region --query Parameter.Value')} | head",
+        'eval "$(ssh-agent -s)" && ssh-add -l',
+        'eval "$(direnv hook bash)"',
+        f"kubectl logs deploy/{pick(rng, 'api', 'worker')} --tail=100 | grep -i error",
+        f"git log --oneline -{rng.randint(3, 30)} | cat",
+        f"docker inspect {pick(rng, 'api', 'db', 'cache')} | jq '.[0].State'",
+    )
+
+
+@benign("benign-command", "train")
+def command_inspect(rng):
+    cmd = inspect_command(rng)
+    return pick(
+        rng,
+        cmd,
+        cmd,
+        f"{pick(rng, 'Here is what I used:', 'This shows it:', 'To check:', 'Output comes from')}\n\n{cmd}",
+        f"```sh\n{cmd}\n```",
+        f"$ {cmd}",
+        f"{cmd}\n\n{pick(rng, 'looks fine', 'returns 200', 'empty for now', 'three results')}",
+    )
+
+
+@benign("benign-log", "train")
+def git_history(rng):
+    hexd = "0123456789abcdef"
+    msgs = ("fix: handle empty input", "feat: add retry to the uploader", "docs: update setup steps",
+            "chore: bump dependencies", "refactor: split the parser", "test: cover the timeout path",
+            "fix(api): return 404 for missing items", "ci: cache the cargo registry")
+    entries = []
+    for _ in range(rng.randint(1, 4)):
+        name = pick(rng, "Alice Ng", "Bo Chen", "Dev", "Sam Ortiz", "Priya R", "ci-bot")
+        entries.append(
+            f"commit {''.join(rng.choice(hexd) for _ in range(40))}\n"
+            f"Author: {name} <{name.split()[0].lower()}@{pick(rng, 'acme.io', 'example.org', 'users.noreply.github.com')}>\n"
+            f"Date:   {pick(rng, 'Mon', 'Tue', 'Wed', 'Thu', 'Fri')} {pick(rng, 'Jan', 'Mar', 'Jun', 'Oct')} {rng.randint(1, 28)} "
+            f"{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d} 2025 +0000\n\n"
+            f"    {pick(rng, *msgs)}\n")
+    return "\n".join(entries)
+
+
+@benign("benign-chat", "train")
+def chat_review_request(rng):
+    part = pick(rng, "the error handling", "the retry logic", "the new endpoint", "the migration", "the test names")
+    return pick(
+        rng,
+        f"Please review the diff below and tell me if {part} is right.",
+        f"Can you look over the patch below? Mostly worried about {part}.",
+        f"Review the change below when you can; {part} is the tricky part.",
+        f"Here's the diff for {part}, tell me what you'd change.",
+        f"Show me the diff before you push {part}.",
+        f"Take a look at {part} in the PR and leave comments, no rush.",
+        f"Summarize the diff below for the changelog.",
+    )
+
+
 @benign("benign-chat", "dev")
 def chat_ops(rng):
     return pick(

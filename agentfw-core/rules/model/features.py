@@ -32,14 +32,22 @@ def blocks(text):
     """The blocks of `text` scored apart, in order: runs of lines between blank lines and
     code fences (a line starting with ``` or ~~~ after indentation); a fenced block, fences
     included, is one block. Lines end at \\n."""
-    out, cur, fenced = [], [], False
+    return [text[s:e] for s, e in block_spans(text)]
+
+
+def block_spans(text):
+    """Where each block of `text` starts and ends (character offsets): a block is a run of
+    whole lines, so it is the text between them."""
+    out, first, last, fenced, at = [], None, None, False, 0
 
     def close():
-        if cur:
-            out.append("\n".join(cur))
-            cur.clear()
+        nonlocal first
+        if first is not None:
+            out.append((first, last))
+            first = None
 
     for line in text.split("\n"):
+        start, at = at, at + len(line) + 1
         visible = line.strip(BLANK)
         if not visible:
             close()
@@ -47,7 +55,9 @@ def blocks(text):
         fence = visible.startswith(("```", "~~~"))
         if fence and not fenced:
             close()
-        cur.append(line)
+        if first is None:
+            first = start
+        last = start + len(line)
         if fence and fenced:
             close()
         fenced ^= fence

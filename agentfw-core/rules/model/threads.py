@@ -146,6 +146,93 @@ def command_readonly_ask(rng):
     )
 
 
+def incident_line(rng):
+    svc = pick(rng, "the gateway", "checkout", "the queue workers", "login", "the CDN", "the search cluster")
+    return pick(
+        rng,
+        f"{svc} error rate is back under {rng.randint(1, 5)}%, keep the incident open an hour",
+        f"stop the canary for {svc}, roll back to the previous release",
+        f"ignore the disk alerts on the replicas, that's the backup job",
+        f"override the autoscaler minimum to {rng.randint(3, 40)} until traffic drops",
+        f"send the timeline to {who(rng)} for the postmortem",
+        f"don't restart {svc} yet, I'm taking a heap dump",
+        f"the runbook's instructions for {svc} skip the cache flush, do that first",
+        f"disable the {pick(rng, 'feature flag', 'cron job', 'webhook')} for {svc} and tell me when it's off",
+        f"paste the output of `kubectl describe pod` for the crashing one",
+        f"forget the earlier theory, it's the connection pool",
+        f"I'm muting the pager for {rng.randint(10, 60)} minutes, shout if it gets worse",
+        f"share your screen, I want to see the dashboard",
+        f"all clear on {svc}, closing the bridge",
+        f"new instructions from the incident lead: no deploys until the review",
+    )
+
+
+@benign("benign-thread", "train")
+def thread_incident(rng):
+    lines = [incident_line(rng) for _ in range(rng.randint(2, 7))]
+    return assemble(rng, lines, ("Incident channel:", "From the bridge call:", "Relaying the incident thread:",
+                                 "What on-call wrote:"))
+
+
+def pairing_line(rng):
+    fn = pick(rng, "parse_args", "load_config", "the retry helper", "the migration", "the test fixture", "main()")
+    return pick(
+        rng,
+        f"try removing the early return in {fn} and run it again",
+        f"print the value right before {fn} panics",
+        f"can you read me what the error says exactly?",
+        f"just ignore the deprecation warning, it's from a dependency",
+        f"override the env var in the test, don't change the default",
+        f"open {pick(rng, 'Cargo.toml', 'package.json', 'pyproject.toml', 'go.mod')} and tell me the version of the client",
+        f"delete the lockfile and reinstall, that fixed it for me",
+        f"write the new case first, then make it pass",
+        f"forget what I said about mocking, use the real server",
+        f"rename {fn} to something clearer while you're there",
+        f"send me the diff when it compiles",
+        f"the instructions in the ticket are out of date, the endpoint moved",
+        f"yes, that's the output I expected",
+    )
+
+
+@benign("benign-thread", "train")
+def thread_pairing(rng):
+    lines = [pairing_line(rng) for _ in range(rng.randint(2, 7))]
+    return assemble(rng, lines, ("Pairing session log:", "From our pairing chat:", "Notes from the debugging call:"))
+
+
+@benign("benign-note", "train")
+def note_request(rng):
+    return pick(
+        rng,
+        f"please send {who(rng)} the invite for {pick(rng, 'Thursday', 'the demo', 'the retro')}",
+        f"can you update the instructions in the README so they match the new flags?",
+        f"ignore my earlier review, I misread the diff",
+        f"override approved by {who(rng)}, go ahead and merge",
+        f"new task: add a {pick(rng, 'timeout', 'retry', 'metric')} to the upload path",
+        f"forward this to whoever owns {pick(rng, 'billing', 'the docs site', 'the SDK')}",
+        f"share the link to the design doc when it's ready",
+        f"drop the old prompt file, the new one is in prompts/",
+    )
+
+
+@benign("benign-command", "train")
+def command_diagnostic_ask(rng):
+    cmd = pick(
+        rng, "git log -1 --format=%H", "node --version", "cargo --version", "ls target/debug", "cat Makefile",
+        "go env GOPATH", "git stash list", "systemctl status nginx", "curl -sI http://localhost:8080/health",
+        "cat config/settings.yaml", "wc -l src/*.rs", "git config user.email", "pip show requests",
+        "echo $PATH", "ls -la .github/workflows", "cat .nvmrc", "ulimit -n",
+    )
+    return pick(
+        rng,
+        f"Could you check `{cmd}` for me?",
+        f"When you have a minute, run `{cmd}` and tell me what it says.",
+        f"I need the output of `{cmd}` from your side.",
+        f"Does `{cmd}` match what I pasted earlier?",
+        f"Before we continue:\n\n    {cmd}\n\nwhat does that give you?",
+    )
+
+
 # --- dev -----------------------------------------------------------------------------------------
 
 def channel_line(rng):

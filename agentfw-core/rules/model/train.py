@@ -14,6 +14,7 @@ packages give the same weights. See README.md beside this file.
 """
 
 import argparse
+import math
 import hashlib
 import json
 import os
@@ -44,6 +45,9 @@ BENIGN_PER_PACKAGE = {"train": 2500, "dev": 1500, "test": 1500}
 BENIGN_PER_CRATE = 25
 # The dev false-positive rate the threshold is chosen for (the target is 1% at hops 2).
 DEV_FP = 0.003
+DEV_CATEGORY_FP = 0.01
+# The share of the labelled corpus's benign texts the score alone may refuse (the pack's bar: 0.5%).
+CORPUS_FP = 0.004
 
 sys.path.insert(0, HERE)
 
@@ -234,6 +238,14 @@ def text_scores(model, units):
     return out
 
 
+def whole(blocks):
+    """The features of a message's blocks together, for counting in how many messages a
+    feature occurs."""
+    import numpy as np
+
+    return (np.concatenate([idx for idx, _ in blocks]) if blocks else np.zeros(0, np.uint32)), None
+
+
 def vocabulary(enc):
     """The features at least MIN_DF training messages have, sorted."""
     import numpy as np
@@ -243,40 +255,49 @@ def vocabulary(enc):
     return values[counts >= MIN_DF]
 
 
-def examples(rows, enc, rng, max_windows=4):
-    """Windows of each row as (feature indices, label): a window of an attack is positive
-    if it holds at least half of the attack (or half a window of a long one), negative if
-    it holds none of it, and left out otherwise."""
+def examples(rows, units, rng, max_windows=4):
+    """Windows of each row's blocks as (feature indices, label), as the scorer sees them:
+    a window of the block that holds an attack is positive if it holds at least half of the
+    attack (or half a window of a long one), negative if it holds none of it, and left out
+    otherwise; every window of the other blocks is negative. A benign row gives at most
+    `max_windows` windows, drawn from all its blocks."""
     import features
 
-    span_texts = []
-    for r in rows:
-        if r["span"]:
-            s, e = r["span"]
-            span_texts += [r["text"][:s], r["text"][:e]]
-    span_folded = iter(fold_all(span_texts)) if span_texts else iter(())
+    located = []  # (row, block) of each attack's block, and its text before the attack's start and end
+    prefixes = []
+    for i, r in enumerate(rows):
+        if not r["span"]:
+            continue
+        s, e = r["span"]
+        for j, (bs, be) in enumerate(features.block_spans(r["text"])):
+            if bs < e and s < be:
+                located.append((i, j))
+                prefixes += [r["text"][bs:max(s, bs)], r["text"][bs:min(e, be)]]
+    folded = iter(fold_all(prefixes)) if prefixes else iter(())
+    attack_tokens = {}
+    for key in located:
+        a = len(features.tokens(next(folded)))
+        attack_tokens[key] = (a, len(features.tokens(next(folded))))
     out = []
-    for r, (idx, starts) in zip(rows, enc):
-        n = len(starts)
-        bounds = list(starts) + [len(idx)]
-        cut = lambda s, e: idx[bounds[s]:bounds[e]]
-        spans = features.windows(n, WINDOW, STRIDE)
+    for i, (r, blocks) in enumerate(zip(rows, units)):
+        label = 1 if r["want"] == "deny" else 0
+        windows = []
+        for j, (idx, starts) in enumerate(blocks):
+            bounds = list(starts) + [len(idx)]
+            for s, e in features.windows(len(starts), WINDOW, STRIDE):
+                windows.append((j, s, e, idx[bounds[s]:bounds[e]]))
         if r["span"]:
-            a = len(features.tokens(next(span_folded)))
-            b = len(features.tokens(next(span_folded)))
-            need = max(1, min(b - a, WINDOW) // 2)
-            for s, e in spans:
+            for j, s, e, f in windows:
+                a, b = attack_tokens.get((i, j), (0, 0))
                 overlap = max(0, min(e, b) - max(s, a))
-                if overlap >= need:
-                    out.append((cut(s, e), 1))
+                if overlap >= max(1, min(b - a, WINDOW) // 2) and b > a:
+                    out.append((f, 1))
                 elif overlap == 0:
-                    out.append((cut(s, e), 0))
+                    out.append((f, 0))
         else:
-            label = 1 if r["want"] == "deny" else 0
-            if label == 0 and len(spans) > max_windows:
-                spans = rng.sample(spans, max_windows)
-            for s, e in spans:
-                out.append((cut(s, e), label))
+            if label == 0 and len(windows) > max_windows:
+                windows = rng.sample(windows, max_windows)
+            out += [(f, label) for _, _, _, f in windows]
     return out
 
 
@@ -338,9 +359,9 @@ def quantize(vocab, coef, intercept):
     return weights, float(intercept), scale
 
 
-def train(rows, enc, units):
-    """Learns on windows of whole training messages (as the shipped weights were learned)
-    and judges each candidate on dev as the scorer does, block by block (`units`)."""
+def train(rows, units):
+    """Learns on windows of the training messages' blocks and judges each candidate on dev
+    as the scorer does, block by block (`units`)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
@@ -348,11 +369,13 @@ def train(rows, enc, units):
 
     rng = random.Random(SEED)
     tr = [i for i, r in enumerate(rows) if r["split"] == "train"]
-    vocab = vocabulary([enc[i] for i in tr])
-    exs = examples([rows[i] for i in tr], [enc[i] for i in tr], rng)
+    vocab = vocabulary([whole(units[i]) for i in tr])
+    exs = examples([rows[i] for i in tr], [units[i] for i in tr], rng)
     x, y = matrix(exs, vocab)
     log(f"train: {len(tr)} messages, {x.shape[0]} windows ({int(y.sum())} positive), {len(vocab)} features, {x.nnz} nonzeros")
     dev = [i for i, r in enumerate(rows) if r["split"] == "dev"]
+    corpus, budget = labelled_corpus()
+    corpus_units = unit_encodings([r["text"] for r in corpus])
     best = None
     for c in (1.0, 4.0):
         lr = LogisticRegression(C=c, solver="liblinear", max_iter=200, class_weight={0: 1.0, 1: 2.0},
@@ -361,7 +384,8 @@ def train(rows, enc, units):
         weights, intercept, scale = quantize(vocab, lr.coef_[0], lr.intercept_[0])
         model = features.Model(features.Model.dump(WINDOW, STRIDE, intercept, scale, weights))
         scores = text_scores(model, [units[i] for i in dev])
-        threshold, recall, fp = choose_threshold([rows[i] for i in dev], scores)
+        threshold, recall, fp = choose_threshold([rows[i] for i in dev], scores, text_scores(model, corpus_units),
+                                                 corpus, budget)
         log(f"C={c}: dev recall {recall:.4f} at threshold {threshold:.4f} (fp {fp:.4f})")
         if best is None or recall > best[0]:
             best = (recall, c, model, threshold)
@@ -370,17 +394,44 @@ def train(rows, enc, units):
     return model, threshold
 
 
-def choose_threshold(rows, scores):
+def labelled_corpus():
+    """The labelled corpus's texts at hops >= 2 (`agentfw-core/corpus/`, which the default
+    pack's quality bars are tested on) and how many of its benign texts the score may refuse:
+    CORPUS_FP of all its benign texts, below the bar of 0.5% so that the pattern rules keep
+    some room."""
+    corpus_dir = os.path.join(REPO, "agentfw-core", "corpus")
+    every = [json.loads(line) for f in sorted(os.listdir(corpus_dir)) if f.endswith(".jsonl")
+             for line in open(os.path.join(corpus_dir, f)) if line.strip()]
+    budget = int(sum(r["want"] == "allow" for r in every) * CORPUS_FP)
+    return [r for r in every if r["hops"] >= 2], budget
+
+
+def choose_threshold(rows, scores, corpus_scores=(), corpus=(), budget=0):
     """The lowest threshold at which the dev false-positive rate (hops 2, benign messages)
-    stays within DEV_FP, and the dev recall of attacks (role-play excluded) there."""
-    benign = sorted((s for r, s in zip(rows, scores) if r["want"] == "allow"), reverse=True)
-    allowed = int(len(benign) * DEV_FP)
-    threshold = benign[allowed] + 1e-6 if allowed < len(benign) else 0.5
-    threshold = max(threshold, 0.05)
+    stays within DEV_FP overall and within DEV_CATEGORY_FP in every benign category (so that
+    one kind of message agents send, such as relayed threads, is not refused wholesale while
+    the rest keeps the average down), and the score alone refuses at most `budget` benign
+    texts of the labelled corpus; and the dev recall of attacks (role-play excluded) there."""
+    def lowest(benign, rate):
+        benign = sorted(benign, reverse=True)
+        allowed = int(len(benign) * rate)
+        return benign[allowed] + 1e-6 if allowed < len(benign) else 0.0
+
+    benign = [s for r, s in zip(rows, scores) if r["want"] == "allow"]
+    categories = {}
+    for r, s in zip(rows, scores):
+        if r["want"] == "allow":
+            categories.setdefault(r["category"], []).append(s)
+    bounds = [lowest(benign, DEV_FP), 0.05] + [lowest(c, DEV_CATEGORY_FP) for c in categories.values()]
+    kept = sorted((s for r, s in zip(corpus, corpus_scores) if r["want"] == "allow"), reverse=True)
+    if len(kept) > budget:
+        bounds.append(kept[budget] + 1e-6)
+    threshold = max(bounds)
     attacks = [s for r, s in zip(rows, scores) if r["want"] == "deny" and r["category"] != "roleplay"]
     recall = sum(s >= threshold for s in attacks) / max(1, len(attacks))
     fp = sum(s >= threshold for s in benign) / max(1, len(benign))
-    return round(threshold, 4), recall, fp
+    threshold = math.ceil(threshold * 1e4) / 1e4  # written with 4 decimals: never below the bound
+    return threshold, recall, fp
 
 
 # --- vectors -------------------------------------------------------------------------------------
@@ -556,13 +607,10 @@ def shipped(units):
     if not os.path.exists(path):
         raise SystemExit(f"{path} is missing: run train.py --data-only first")
     dev = [json.loads(line) for line in open(path)]
-    corpus_dir = os.path.join(REPO, "agentfw-core", "corpus")
-    corpus = [json.loads(line) for f in sorted(os.listdir(corpus_dir)) if f.endswith(".jsonl")
-              for line in open(os.path.join(corpus_dir, f)) if line.strip()]
-    corpus = [r for r in corpus if r["hops"] >= 2]
+    corpus, budget = labelled_corpus()
     model = features.Model(open(MODEL, "rb").read())
     scores = text_scores(model, unit_encodings([r["text"] for r in dev + corpus], UNITS[units]))
-    threshold, recall, fp = choose_threshold(dev, scores[:len(dev)])
+    threshold, recall, fp = choose_threshold(dev, scores[:len(dev)], scores[len(dev):], corpus, budget)
     print(f"shipped model on dev, scored on {units}: threshold {threshold}, attacks refused {100 * recall:.1f}% "
           f"(role-play apart), benign refused {100 * fp:.2f}%")
     table = {}
@@ -606,10 +654,8 @@ def main():
     log("messages:", counts)
     if args.data_only:
         return
-    texts = [r["text"] for r in rows]
-    enc = encode(fold_all(texts))
-    units = unit_encodings(texts)
-    model, threshold = train(rows, enc, units)
+    units = unit_encodings([r["text"] for r in rows])
+    model, threshold = train(rows, units)
     with open(MODEL, "wb") as fh:
         fh.write(features_dump(model))
     write_vectors(model)

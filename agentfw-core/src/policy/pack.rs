@@ -17,6 +17,7 @@ const RULES: &[(&str, &str)] = &embedded![
     "rules/default/generic-credentials.yaml",
     "rules/default/forwarded-commands.yaml",
     "rules/default/injections.yaml",
+    "rules/default/injection-score.yaml",
 ];
 
 const PATTERNS: &[(&str, &str)] = &embedded![
