@@ -33,7 +33,9 @@ fn laundered(received: &str, parts: &[&str]) {
         .find(|r| r.error)
         .unwrap_or_else(|| panic!("every part of {parts:?} was sent"));
     assert!(
-        refusal.text.contains("deny-forwarded-commands") || refusal.text.contains("deny-forwarded-injections"),
+        ["deny-forwarded-commands", "deny-forwarded-injections", "deny-forwarded-injection-score"]
+            .iter()
+            .any(|rule| refusal.text.contains(rule)),
         "refused as forwarded text: {}",
         refusal.text
     );
