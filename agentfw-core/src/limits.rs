@@ -639,13 +639,16 @@ const ACK_WORDS: &[&str] = &[
 ];
 
 /// Is this (folded) text nothing but an acknowledgement: "Thanks, got it!", "ok 👍"?
+///
+/// Every message is asked this, so it reads words only until the answer is known (the
+/// first word that is not an acknowledgement, or a ninth word), never the whole text.
 pub fn is_ack_only(folded: &str) -> bool {
-    let words: Vec<&str> = folded.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect();
-    if words.is_empty() {
+    let mut words = folded.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty());
+    let Some(first) = words.next() else {
         // Only emoji and punctuation, like "👍" or "🙏!"
         return folded.chars().any(|c| !c.is_ascii() && !c.is_alphanumeric());
-    }
-    words.len() <= 8 && words.iter().all(|w| ACK_WORDS.binary_search(w).is_ok())
+    };
+    std::iter::once(first).chain(words).take(9).enumerate().all(|(i, w)| i < 8 && ACK_WORDS.binary_search(&w).is_ok())
 }
 
 #[cfg(test)]
@@ -667,6 +670,11 @@ mod tests {
         for t in ["yes", "no", "done", "ok, but the test on line 40 fails", "thanks; use port 8080", ""] {
             assert!(!is_ack_only(t), "{t}");
         }
+        // At most eight words.
+        let words = |n: usize| vec!["ok"; n].join(" ");
+        assert!(is_ack_only(&words(8)));
+        assert!(!is_ack_only(&words(9)));
+        assert!(!is_ack_only(&format!("{} ok", "thanks ".repeat(10_000))));
     }
 
     #[test]
