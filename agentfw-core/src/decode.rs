@@ -431,8 +431,9 @@ mod tests {
                 refused += 1;
                 assert_eq!(as_text(bytes.clone()), None, "{bytes:?}");
             }
-            text += usize::from(as_text(bytes.clone()).is_some());
-            if as_text(bytes.clone()).is_some() {
+            let is_text = as_text(bytes.clone()).is_some();
+            text += usize::from(is_text);
+            if is_text {
                 assert!(may_start_text(&bytes[..3]), "{bytes:?}");
             }
         }

@@ -740,15 +740,17 @@ impl Firewall {
             }
         };
         let body = sanitize(&m.body);
-        let (folded, decoded, text) = match self.read.iter().position(|r| r.id == id && r.body == *body) {
-            Some(at) => self.read.remove(at).map(|r| (r.folded, r.decoded, r.text)),
-            None => None,
-        }
-        .unwrap_or_else(|| {
-            let (folded, decoded) = (fold(&body), decode(&body));
-            let text = Text::new(&folded, &decoded);
-            (folded, decoded, text)
-        });
+        let (folded, decoded, text) = self
+            .read
+            .iter()
+            .position(|r| r.id == id && r.body == *body)
+            .and_then(|at| self.read.remove(at))
+            .map(|r| (r.folded, r.decoded, r.text))
+            .unwrap_or_else(|| {
+                let (folded, decoded) = (fold(&body), decode(&body));
+                let text = Text::new(&folded, &decoded);
+                (folded, decoded, text)
+            });
         let prints = &text.prints;
         let decoded_body = decoded_view(&body, &decoded);
         let view = MessageView {

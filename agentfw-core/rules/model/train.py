@@ -238,19 +238,11 @@ def text_scores(model, units):
     return out
 
 
-def whole(blocks):
-    """The features of a message's blocks together, for counting in how many messages a
-    feature occurs."""
+def vocabulary(messages):
+    """The features at least MIN_DF training messages have (in any of their blocks), sorted."""
     import numpy as np
 
-    return (np.concatenate([idx for idx, _ in blocks]) if blocks else np.zeros(0, np.uint32)), None
-
-
-def vocabulary(enc):
-    """The features at least MIN_DF training messages have, sorted."""
-    import numpy as np
-
-    every = np.concatenate([np.unique(idx) for idx, _ in enc])
+    every = np.concatenate([np.unique(np.concatenate([idx for idx, _ in blocks])) for blocks in messages if blocks])
     values, counts = np.unique(every, return_counts=True)
     return values[counts >= MIN_DF]
 
@@ -369,7 +361,7 @@ def train(rows, units):
 
     rng = random.Random(SEED)
     tr = [i for i, r in enumerate(rows) if r["split"] == "train"]
-    vocab = vocabulary([whole(units[i]) for i in tr])
+    vocab = vocabulary([units[i] for i in tr])
     exs = examples([rows[i] for i in tr], [units[i] for i in tr], rng)
     x, y = matrix(exs, vocab)
     log(f"train: {len(tr)} messages, {x.shape[0]} windows ({int(y.sum())} positive), {len(vocab)} features, {x.nnz} nonzeros")
