@@ -17,6 +17,7 @@
 //! texts it holds. A received text can also be *kept* whole, so that what is copied from
 //! it can be read back as it was received ([`stretches`]).
 
+use core::hash::{BuildHasher, Hasher};
 use core::ops::Range;
 use std::collections::{HashMap, VecDeque};
 
@@ -392,16 +393,60 @@ impl<T> SpanIndex<T> {
     }
 }
 
-/// How the index's tables place hashes (foldhash: one folded multiply per value, instead
-/// of SipHash over bytes that are random already).
+/// How the index's tables place hashes that are already uniform (marks, fingerprints):
+/// one multiply folded to 64 bits, instead of SipHash over bytes that are random already.
 ///
 /// The marks are not secret, though: anyone can compute them, and a sender who chose
 /// texts whose marks agree in the low bits could pile them into one run of the table and
-/// make every lookup slow (hash flooding). So each table has a seed of its own, drawn per
-/// process and per table; it is never saved (a restored table is rebuilt under a new seed)
-/// and no message reveals it. foldhash is not a cryptographic function; it is made for
-/// exactly this: fast, with flooding made a guessing game.
-pub(crate) type Keyed = foldhash::fast::RandomState;
+/// make every lookup slow (hash flooding). So each table mixes a key of its own into every
+/// hash, drawn from the same per-process source as the standard library's maps; it is
+/// never saved (a restored table is rebuilt under a new key) and no message reveals it.
+/// The fold is not a cryptographic function; it is the scheme of the `foldhash` crate,
+/// whose purpose is exactly this: fast, with flooding made a guessing game.
+#[derive(Clone, Debug)]
+pub(crate) struct Keyed(u64);
+
+impl Default for Keyed {
+    fn default() -> Self {
+        Self(std::hash::RandomState::new().hash_one(0u64))
+    }
+}
+
+impl BuildHasher for Keyed {
+    type Hasher = KeyedHasher;
+
+    fn build_hasher(&self) -> KeyedHasher {
+        KeyedHasher(self.0)
+    }
+}
+
+pub(crate) struct KeyedHasher(u64);
+
+impl Hasher for KeyedHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word.get_mut(..chunk.len()).into_iter().for_each(|w| w.copy_from_slice(chunk));
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Any odd constant with well-spread bits; the fold brings the high half of the
+        // product, which depends on every bit of the input, into the low bits the table
+        // uses.
+        let product = u128::from(n ^ self.0).wrapping_mul(0x5851_F42D_4C95_7F2D);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// The stretches `ranges` of `text`, read back as received: each widened by what winnowing
 /// cannot see (a copy may begin or end up to `WINDOW - 1` non-space characters beyond its
@@ -711,8 +756,6 @@ mod tests {
         // A sender can compute marks, so it can choose texts whose marks agree in the low
         // bits (where a table would place them unmixed) or in the high bits, to pile them
         // into one run of the table. Under each table's key they land all over it.
-        use core::hash::BuildHasher;
-
         let keyed = Keyed::default();
         let buckets = |hashes: &mut dyn Iterator<Item = u64>| {
             hashes.map(|h| keyed.hash_one(h) & 0xFFFF).collect::<std::collections::HashSet<u64>>().len()
