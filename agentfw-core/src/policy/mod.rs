@@ -34,6 +34,7 @@ mod compile;
 mod context;
 pub mod diagnostic;
 pub mod import;
+pub mod index;
 mod literals;
 pub mod pack;
 pub mod patterns;

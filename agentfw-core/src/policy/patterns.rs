@@ -28,6 +28,7 @@ use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Class, Hir, HirKind};
 
 use super::diagnostic::{Diagnostic, SourceFile, Span};
+use super::index::{Index, Shape, Unit};
 use super::literals::Literals;
 use super::search::{Candidates, Search, Verdict};
 use super::validators::{VALIDATORS, Validator};
@@ -62,7 +63,7 @@ pub struct Pattern {
     /// Where the format is documented (`source:`), for people auditing the pattern.
     pub source: Option<String>,
     /// The branches of a pattern that is an alternation without value checks and without
-    /// prefixes, searched one by one in its place (see [`branches`]); empty for the rest.
+    /// prefixes, searched one by one in its place (see [`Shape::of`]); empty for the rest.
     branches: Vec<Pattern>,
 }
 
@@ -324,6 +325,7 @@ impl PatternLibrary {
     pub(crate) fn compile(files: &[SourceFile], placeholders: Arc<Placeholders>, diags: &mut Vec<Diagnostic>) -> Self {
         let mut library = Self::default();
         let mut ids: BTreeMap<String, ()> = BTreeMap::new();
+        let index = Index::embedded();
         for file in files {
             let name = set_name(&file.name);
             let docs = match yaml::documents(file) {
@@ -358,7 +360,7 @@ impl PatternLibrary {
                     continue;
                 };
                 for item in items {
-                    if let Some(p) = compile_pattern(item, file, diags) {
+                    if let Some(p) = compile_pattern(item, file, &index, diags) {
                         if ids.insert(p.id.clone(), ()).is_some() {
                             diags.push(
                                 Diagnostic::at(
@@ -426,7 +428,8 @@ pub fn set_name(file_name: &str) -> String {
 const PATTERN_KEYS: &[&str] =
     &["id", "description", "regex", "group", "min_entropy", "placeholders", "validator", "exclude", "source"];
 
-fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) -> Option<Pattern> {
+/// Compiles one pattern; its regex's [`Shape`] is read from `index` if there, else parsed.
+fn compile_pattern(item: &Node, file: &SourceFile, index: &Index, diags: &mut Vec<Diagnostic>) -> Option<Pattern> {
     let what = "a pattern";
     let fields = Fields::of(item, what, PATTERN_KEYS, file, diags)?;
     let before = diags.len();
@@ -441,30 +444,15 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
     }
     let description = fields.string("description", what, file, diags);
     let expression = fields.string("regex", what, file, diags);
-    let parsed = expression.and_then(|(src, node)| match parse(src) {
-        Ok(parsed) if parsed.properties().minimum_len() == Some(0) => {
-            diags.push(
-                Diagnostic::at(
-                    "policy.matches_everything",
-                    "this regex matches the empty string, so it matches every text",
-                    file,
-                    node.span,
-                )
-                .with_hint("require at least one character, e.g. `+` instead of `*`"),
-            );
-            None
-        }
-        Ok(parsed) => Some(parsed),
-        Err(e) => {
-            diags.push(regex_diagnostic(&e, src, node, file));
-            None
-        }
+    let parsed = expression.and_then(|(src, node)| match index.get(src) {
+        Some(shape) => Some(shape.clone()),
+        None => shape(src, node, file, diags),
     });
     let group = match fields.get("group") {
         None => 0,
         Some(node) => match node.as_str().and_then(|s| s.parse::<usize>().ok()) {
             Some(g) => match &parsed {
-                Some(hir) if g > hir.properties().explicit_captures_len() => {
+                Some(shape) if g > shape.captures => {
                     diags.push(
                         Diagnostic::at(
                             "policy.invalid_value",
@@ -472,7 +460,7 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
                             file,
                             node.span,
                         )
-                        .with_hint(format!("this regex has groups 1 to {}", hir.properties().explicit_captures_len())),
+                        .with_hint(format!("this regex has groups 1 to {}", shape.captures)),
                     );
                     0
                 }
@@ -540,14 +528,14 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
     if diags.len() > before {
         return None;
     }
-    let hir = parsed?;
+    let shape = parsed?;
     let mut pattern = Pattern {
         id: id?.0.to_owned(),
         description: description?.0.trim().to_owned(),
         expression: expression?.0.to_owned(),
         regex: OnceLock::new(),
-        literals: Literals::of(&hir),
-        max_len: hir.properties().maximum_len(),
+        literals: shape.literals,
+        max_len: shape.max_len,
         group,
         min_entropy,
         placeholders,
@@ -556,53 +544,55 @@ fn compile_pattern(item: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) 
         source,
         branches: Vec::new(),
     };
-    pattern.branches = branches(&pattern, &hir);
+    if !pattern.checks_value() {
+        pattern.branches = shape.split.into_iter().map(|unit| pattern.unit(unit)).collect();
+    }
     Some(pattern)
 }
 
-/// The branches `pattern` (parsed as `hir`) is searched as, or none to search it whole.
-///
-/// A pattern whose matches start with no common literal is searched over the whole text
-/// whenever one of its literals occurs anywhere; for a large alternation such as "any of
-/// twenty injection phrasings", whose literals are common words, that is every message.
-/// But when no value is checked, the pattern finds something exactly when one of its
-/// branches does, so each branch can be searched on its own, the way its own literals
-/// allow: most start with one, and are searched only where it occurs. The branches without
-/// a literal are kept together as one alternation, so that splitting never adds a search
-/// of the whole text. Patterns that check values are left whole: which of their matches
-/// a search meets depends on all branches at once.
-fn branches(pattern: &Pattern, hir: &Hir) -> Vec<Pattern> {
-    let HirKind::Alternation(alternatives) = hir.kind() else { return Vec::new() };
-    if pattern.checks_value() || matches!(pattern.literals, Literals::Prefixes { .. }) {
-        return Vec::new();
+/// The shape of the regex `src` of a pattern, parsed and checked: it must parse, compile
+/// within the size limit and not match the empty string.
+fn shape(src: &str, node: &Node, file: &SourceFile, diags: &mut Vec<Diagnostic>) -> Option<Shape> {
+    match parse(src) {
+        Ok(parsed) if parsed.properties().minimum_len() == Some(0) => {
+            diags.push(
+                Diagnostic::at(
+                    "policy.matches_everything",
+                    "this regex matches the empty string, so it matches every text",
+                    file,
+                    node.span,
+                )
+                .with_hint("require at least one character, e.g. `+` instead of `*`"),
+            );
+            None
+        }
+        Ok(parsed) => Some(Shape::of(&parsed)),
+        Err(e) => {
+            diags.push(regex_diagnostic(&e, src, node, file));
+            None
+        }
     }
-    let branch = |hir: Hir| Pattern {
-        id: pattern.id.clone(),
-        description: String::new(),
-        expression: hir.to_string(),
-        regex: OnceLock::new(),
-        literals: Literals::of(&hir),
-        max_len: hir.properties().maximum_len(),
-        group: 0,
-        min_entropy: None,
-        placeholders: PlaceholderCheck::Off,
-        validator: None,
-        exclude: None,
-        source: None,
-        branches: Vec::new(),
-    };
-    let (mut found, mut rest) = (Vec::new(), Vec::new());
-    for alternative in alternatives {
-        let unit = branch(alternative.clone());
-        if matches!(unit.literals, Literals::None) { rest.push(alternative.clone()) } else { found.push(unit) }
+}
+
+impl Pattern {
+    /// The pattern searched in place of this one for `unit` of its regex's split.
+    fn unit(&self, unit: Unit) -> Pattern {
+        Pattern {
+            id: self.id.clone(),
+            description: String::new(),
+            expression: unit.expression,
+            regex: OnceLock::new(),
+            literals: unit.literals,
+            max_len: unit.max_len,
+            group: 0,
+            min_entropy: None,
+            placeholders: PlaceholderCheck::Off,
+            validator: None,
+            exclude: None,
+            source: None,
+            branches: Vec::new(),
+        }
     }
-    if found.is_empty() {
-        return Vec::new();
-    }
-    if !rest.is_empty() {
-        found.push(branch(Hir::alternation(rest)));
-    }
-    found
 }
 
 /// Parses a pattern's regex with the regex crate's syntax, and checks that it will compile
