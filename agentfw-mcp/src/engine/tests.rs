@@ -141,12 +141,12 @@ fn a_snapshot_restores_whether_streamed_or_written_as_text_by_an_earlier_build()
     assert!(engine.db.write_snapshot(at(200), &state).unwrap(), "the journal went into the snapshot");
     drop(engine);
     let db = rusqlite::Connection::open(home.db()).unwrap();
-    let kind: String = db.query_row("SELECT typeof(state) FROM snapshot", [], |r| r.get(0)).unwrap();
+    let kind: String = db.query_row("SELECT typeof(state) FROM snapshot_state", [], |r| r.get(0)).unwrap();
     assert_eq!(kind, "blob");
     assert_eq!(serde_json::to_value(open(home.clone()).unwrap().fw.snapshot()).unwrap(), expected);
 
-    db.execute("UPDATE snapshot SET state = ?1", [serde_json::to_string(&state).unwrap()]).unwrap();
-    let kind: String = db.query_row("SELECT typeof(state) FROM snapshot", [], |r| r.get(0)).unwrap();
+    db.execute("UPDATE snapshot_state SET state = ?1", [serde_json::to_string(&state).unwrap()]).unwrap();
+    let kind: String = db.query_row("SELECT typeof(state) FROM snapshot_state", [], |r| r.get(0)).unwrap();
     assert_eq!(kind, "text");
     assert_eq!(serde_json::to_value(open(home).unwrap().fw.snapshot()).unwrap(), expected);
 }

@@ -40,7 +40,7 @@ impl Store {
         // Read where SQLite holds it: a blob since snapshots are streamed, text before.
         let snapshot = self
             .conn
-            .row("SELECT seq, state FROM snapshot WHERE id = 1", [], |r| {
+            .row("SELECT seq, state FROM snapshot JOIN snapshot_state USING (id)", [], |r| {
                 Ok((r.get::<_, i64>(0)?, serde_json::from_slice::<State>(r.get_ref(1)?.as_bytes()?)))
             })
             .optional()?;
@@ -94,17 +94,20 @@ impl Store {
         // `length` and `typeof` read the row's header, not the snapshot.
         let room: Option<u64> = self
             .conn
-            .row("SELECT CASE typeof(state) WHEN 'blob' THEN length(state) END FROM snapshot WHERE id = 1", [], |r| {
+            .row("SELECT CASE typeof(state) WHEN 'blob' THEN length(state) END FROM snapshot_state", [], |r| {
                 r.get::<_, Option<i64>>(0)
             })
             .optional()?
             .flatten()
             .and_then(|n| u64::try_from(n).ok());
+        // What the state covers has a row of its own: changing it rewrites a few bytes, not
+        // the state (see [`super::schema`]).
+        self.conn.exec(
+            "INSERT INTO snapshot (id, seq, at) VALUES (1, ?1, ?2) ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2",
+            params![seq, ms(now)],
+        )?;
         let room = match room.filter(|&room| length <= room && length >= room - room / 4) {
-            Some(room) => {
-                self.conn.exec("UPDATE snapshot SET seq = ?1, at = ?2 WHERE id = 1", params![seq, ms(now)])?;
-                room
-            }
+            Some(room) => room,
             None => {
                 let room = length + length / 8;
                 let size = i32::try_from(room).map_err(|_| {
@@ -113,14 +116,13 @@ impl Store {
                     ))
                 })?;
                 self.conn.exec(
-                    "INSERT INTO snapshot (id, seq, at, state) VALUES (1, ?1, ?2, ?3)
-                     ON CONFLICT (id) DO UPDATE SET seq = ?1, at = ?2, state = ?3",
-                    params![seq, ms(now), ZeroBlob(size)],
+                    "INSERT INTO snapshot_state (id, state) VALUES (1, ?1) ON CONFLICT (id) DO UPDATE SET state = ?1",
+                    [ZeroBlob(size)],
                 )?;
                 room
             }
         };
-        let blob = self.conn.blob_open(MAIN_DB, c"snapshot", c"state", 1, false)?;
+        let blob = self.conn.blob_open(MAIN_DB, c"snapshot_state", c"state", 1, false)?;
         let mut out = io::BufWriter::with_capacity(SNAPSHOT_CHUNK, blob);
         serde_json::to_writer(&mut out, state).map_err(|e| blob_error(e.into()))?;
         let written = out.stream_position().map_err(blob_error)?;

@@ -14,13 +14,19 @@
 //!   so an accepted message touches one of them, not two.
 //! - **No index on the audit time**: pruning walks the audit from its oldest record (which
 //!   it then deletes), and `agentfw audit --since` scans.
+//!
+//! Schema 3 keeps the firewall's state (`snapshot_state`) apart from what it covers
+//! (`snapshot`: the journal seq and the time). SQLite rewrites a whole row to change one
+//! column: with both in one row, marking the state written in place as covering a later
+//! seq read the megabytes of the state back and built them into a new record, two copies
+//! of it on the heap at every snapshot (the daemon's largest allocations under load).
 
 use rusqlite::{Connection, OptionalExtension};
 
 use super::StoreError;
 
 /// The schema this build writes.
-pub const VERSION: i64 = 2;
+pub const VERSION: i64 = 3;
 
 const TABLES: &str = "
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -33,8 +39,11 @@ CREATE TABLE IF NOT EXISTS journal (
 CREATE TABLE IF NOT EXISTS snapshot (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     seq INTEGER NOT NULL,
-    at INTEGER NOT NULL,
-    state TEXT NOT NULL
+    at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snapshot_state (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    state BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS inbox (
     seq INTEGER PRIMARY KEY,
@@ -134,7 +143,14 @@ fn migrate(conn: &Connection, path: &str) -> Result<(), StoreError> {
     };
     match found {
         Some(v) if v > VERSION => return Err(StoreError::Newer { path: path.to_owned(), found: v }),
-        Some(v) if v < VERSION => from_1(conn)?,
+        Some(1) => {
+            from_1(conn)?;
+            from_2(conn)?;
+        }
+        Some(2) => {
+            conn.execute_batch(TABLES)?;
+            from_2(conn)?;
+        }
         _ => conn.execute_batch(TABLES)?,
     }
     if found != Some(VERSION) {
@@ -181,6 +197,18 @@ fn from_1(conn: &Connection) -> Result<(), StoreError> {
         conn.execute(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
             [super::audit::FLOOR, &seq.to_string()],
+        )?;
+    }
+    Ok(())
+}
+
+/// Schema 2 to 3: the state moves out of the `snapshot` row into `snapshot_state` (the
+/// tables of schema 3 exist already).
+fn from_2(conn: &Connection) -> Result<(), StoreError> {
+    if columns(conn, "snapshot")?.iter().any(|c| c == "state") {
+        conn.execute_batch(
+            "INSERT INTO snapshot_state (id, state) SELECT id, state FROM snapshot;
+             ALTER TABLE snapshot DROP COLUMN state;",
         )?;
     }
     Ok(())

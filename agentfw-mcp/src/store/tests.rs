@@ -176,7 +176,9 @@ fn a_schema_1_database_keeps_every_row_and_loses_autoincrement() {
     };
     let store = open(&path, &StorageConfig::default()).unwrap();
     for ((table, order), was) in TABLES.iter().zip(&before) {
-        let mut now = rows(&store.conn, table, order);
+        // Schema 3 keeps the snapshot's state in a table of its own.
+        let joined = "(SELECT id, seq, at, state FROM snapshot JOIN snapshot_state USING (id))";
+        let mut now = rows(&store.conn, if *table == "snapshot" { joined } else { table }, order);
         if *table == "meta" {
             now.retain(|r| !matches!(&r[0], Value::Text(k) if k == "schema" || k == audit::FLOOR));
             let mut was = was.clone();
@@ -186,7 +188,7 @@ fn a_schema_1_database_keeps_every_row_and_loses_autoincrement() {
             assert_eq!(&now, was, "{table} kept every row");
         }
     }
-    assert_eq!(store.meta("schema").unwrap().as_deref(), Some("2"));
+    assert_eq!(store.meta("schema").unwrap().as_deref(), Some("3"));
     let autoincrement: i64 = store
         .conn
         .query_row("SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%AUTOINCREMENT%'", [], |r| r.get(0))
@@ -194,7 +196,7 @@ fn a_schema_1_database_keeps_every_row_and_loses_autoincrement() {
     assert_eq!(autoincrement, 0);
     let sequences: i64 = store.conn.query_row("SELECT COUNT(*) FROM sqlite_sequence", [], |r| r.get(0)).unwrap();
     assert_eq!(sequences, 0, "nothing is left for SQLite to keep up at each insert");
-    // Opened again, it is schema 2 already: nothing more changes.
+    // Opened again, it is schema 3 already: nothing more changes.
     drop(store);
     let store = open(&path, &StorageConfig::default()).unwrap();
     assert_eq!(rows(&store.conn, "inbox", "seq"), before[3]);
@@ -252,9 +254,42 @@ fn a_newer_schema_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("agentfw.db");
     drop(open(&path, &StorageConfig::default()).unwrap());
-    Connection::open(&path).unwrap().execute("UPDATE meta SET value = '3' WHERE key = 'schema'", []).unwrap();
+    Connection::open(&path).unwrap().execute("UPDATE meta SET value = '4' WHERE key = 'schema'", []).unwrap();
     let e = open(&path, &StorageConfig::default()).unwrap_err();
-    assert!(matches!(e, StoreError::Newer { found: 3, .. }), "{e}");
+    assert!(matches!(e, StoreError::Newer { found: 4, .. }), "{e}");
+}
+
+/// Schema 2 kept the state in the `snapshot` row: it moves to `snapshot_state`, what it
+/// covers stays, and the next snapshot is written in place without reading it back.
+#[test]
+fn a_schema_2_snapshot_moves_into_its_own_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("agentfw.db");
+    drop(open(&path, &StorageConfig::default()).unwrap());
+    let state = state_naming("claude:quokka-marmalade-7731:1", 50);
+    let json = serde_json::to_vec(&state).unwrap();
+    let db = Connection::open(&path).unwrap();
+    db.execute_batch(
+        "DROP TABLE snapshot; DROP TABLE snapshot_state;
+         CREATE TABLE snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, at INTEGER NOT NULL, state TEXT NOT NULL);
+         UPDATE meta SET value = '2' WHERE key = 'schema';",
+    )
+    .unwrap();
+    db.execute("INSERT INTO snapshot VALUES (1, 500, 1700000000000, ?1)", [&json]).unwrap();
+    drop(db);
+    let store = open(&path, &StorageConfig::default()).unwrap();
+    assert_eq!(store.meta("schema").unwrap().as_deref(), Some("3"));
+    assert_eq!(
+        rows(&store.conn, "snapshot", "id"),
+        [[Value::Integer(1), Value::Integer(500), Value::Integer(1_700_000_000_000)]]
+    );
+    let (restored, journal) = store.load_state().unwrap();
+    assert!(journal.is_empty());
+    assert_eq!(serde_json::to_value(restored.unwrap()).unwrap(), serde_json::to_value(&state).unwrap());
+    store.append_journal(Timestamp::from_millis(1_700_000_001_000), &[7; 32], &Input::Timeout).unwrap();
+    assert!(store.write_snapshot(Timestamp::from_millis(1_700_000_002_000), &state).unwrap());
+    let covered: i64 = store.conn.query_row("SELECT seq FROM snapshot", [], |r| r.get(0)).unwrap();
+    assert_eq!(covered, 501);
 }
 
 /// A firewall that has seen `n` agents, one of them `marker`: its state holds the names.
