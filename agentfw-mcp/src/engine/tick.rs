@@ -16,11 +16,15 @@ impl Engine {
     pub fn tick(&mut self, now: Timestamp) -> std::time::Duration {
         // At most one timeout input per 100 ms, so that a deadline the firewall cannot clear
         // (a clock stepped backwards) never spins the journal.
-        if self.fw.poll_timeout().is_some_and(|t| t <= now) && now >= self.next_timeout {
+        // The deadline is asked for once per tick (it walks the firewall's state), again only
+        // after a timeout input changed it: nothing else below feeds the firewall.
+        let mut deadline = self.fw.poll_timeout();
+        if deadline.is_some_and(|t| t <= now) && now >= self.next_timeout {
             self.next_timeout = now + std::time::Duration::from_millis(100);
             if let Err(e) = self.tx(now, |e| e.apply(now, Input::Timeout).map(|_| ())) {
                 eprintln!("agentfw daemon: timeout processing failed: {}", e.body());
             }
+            deadline = self.fw.poll_timeout();
         }
         self.run_wakes(now);
         self.relay_announce(now);
@@ -47,7 +51,7 @@ impl Engine {
             }
         }
         let mut next = now + std::time::Duration::from_secs(1);
-        if let Some(t) = self.fw.poll_timeout() {
+        if let Some(t) = deadline {
             next = next.min(t.max(self.next_timeout));
         }
         for s in self.sessions.values() {
