@@ -39,7 +39,7 @@
 //!   every `agentfw mcp` of the same binary (its proportional share, Pss, is far lower).
 //! - **Fixed heap, ~9.6 MiB anonymous with no session**: the compiled rule pack (the
 //!   larger part: several MiB of automata and literal tables), SQLite's page cache (at
-//!   most 2 MiB, its default), the runtime's threads (2 workers, the engine, the wake-up
+//!   most 512 KiB, `store.rs`), the runtime's threads (2 workers, the engine, the wake-up
 //!   thread; stacks are touched only as deep as used).
 //! - **Per session, ~26 KiB**: its connection task and 8 KiB read buffer, the caller's
 //!   identity and environment, the session and its firewall bookkeeping.
