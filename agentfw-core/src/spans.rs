@@ -32,9 +32,12 @@ pub const WINDOW: usize = 8;
 /// Any copied stretch of at least this many non-space characters (about six words of
 /// prose, 35–40 characters with its spaces) is always found.
 pub const MIN_SPAN: usize = K + WINDOW - 1;
-/// How many recent characters [`winnow`] holds: a power of two, and enough that the first
-/// character of the oldest run in the window is still there.
-const RING: usize = (K + WINDOW - 1).next_power_of_two();
+/// Non-space characters winnowed per batch: a batch is gathered into fixed arrays, hashed
+/// in one loop without branches (independent multiplications overlap), then windowed.
+const BATCH: usize = 256;
+/// What a batch keeps of the characters before it: the one `K` back leaves the rolling
+/// hash, and the first character of the oldest run in the window starts a mark.
+const HISTORY: usize = K + WINDOW - 1;
 
 /// A kept hash and where its run lies in the text, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -74,39 +77,57 @@ pub fn winnow(text: &str) -> Vec<Mark> {
     let mut w = Winnower::new(text.len());
     if text.is_ascii() && u32::try_from(text.len()).is_ok() {
         // The same characters, read a byte at a time: no decoding, and only ASCII spaces.
-        for (at, &b) in (0u32..).zip(text.as_bytes()) {
-            if !b.is_ascii_whitespace() && b != 0x0B {
-                w.push(u64::from(b) + 1, at, at + 1);
-            }
+        for (chunk, from) in text.as_bytes().chunks(BATCH).zip((0u32..).step_by(BATCH)) {
+            w.stage_ascii(chunk, from);
+            w.batch(text);
         }
     } else {
         for (at, c) in text.char_indices() {
             if !c.is_whitespace() {
-                let at = u32::try_from(at).unwrap_or(u32::MAX);
-                w.push(u64::from(c) + 1, at, at.saturating_add(c.len_utf8() as u32));
+                w.stage(u32::from(c) + 1, u32::try_from(at).unwrap_or(u32::MAX));
+                if w.staged == BATCH {
+                    w.batch(text);
+                }
             }
         }
+        w.batch(text);
     }
-    w.finish()
+    w.finish(text)
 }
 
-/// Winnowing one non-space character at a time, in constant space besides the marks.
+/// `char::is_whitespace` for an ASCII byte: tab, line feed, vertical tab, form feed,
+/// carriage return and space.
+#[inline(always)]
+fn is_ascii_space(b: u8) -> bool {
+    const SPACES: u64 = 1 << b'\t' | 1 << b'\n' | 1 << 0x0B | 1 << 0x0C | 1 << b'\r' | 1 << b' ';
+    b <= b' ' && SPACES >> b & 1 == 1
+}
+
+/// Winnowing a batch of non-space characters at a time, in constant space besides the
+/// marks. Character number `g` (counting non-space characters from the text's start) sits
+/// at `g + HISTORY - seen` in the character arrays, and the run it ends at
+/// `g + WINDOW - 1 - seen` in `hashes`.
 struct Winnower {
     marks: Vec<Mark>,
-    /// Where the last RING non-space characters start and end, so that the first of the
-    /// oldest run still in the window and the last of the newest are both there, and
-    /// their codes, so that the one K back can leave the hash.
-    starts: [u32; RING],
-    ends: [u32; RING],
-    codes: [u64; RING],
-    /// The hashes of the last WINDOW runs.
-    hashes: [u64; WINDOW],
-    /// Non-space characters seen, and the rolling hash of the last K.
+    /// The batch's characters after the last `HISTORY` before it: their codes (`0` before
+    /// the text's start, so nothing leaves the hash there) and where they start.
+    codes: [u32; HISTORY + BATCH],
+    starts: [u32; HISTORY + BATCH],
+    /// The hashes of the runs ending in the batch, after those of the `WINDOW - 1` before.
+    hashes: [u64; WINDOW - 1 + BATCH],
+    /// What each ASCII character (code + 1) takes from the hash when it leaves a run.
+    leaving: [u64; 129],
+    /// Characters in the batch, and before it.
+    staged: usize,
     seen: usize,
+    /// The rolling hash of the last `K` characters.
     h: u64,
-    /// The run whose hash is the window's smallest (rightmost on ties), and the last kept.
+    /// The run whose hash is the window's smallest (rightmost on ties), numbered by its
+    /// first character, and its hash.
     min: usize,
-    kept: Option<usize>,
+    low: u64,
+    /// The run last kept, plus one (`0`: none yet).
+    kept: usize,
 }
 
 impl Winnower {
@@ -114,83 +135,117 @@ impl Winnower {
         Self {
             // About two marks per WINDOW + 1 characters.
             marks: Vec::with_capacity(len / (WINDOW / 2) + 1),
-            starts: [0; RING],
-            ends: [0; RING],
-            codes: [0; RING],
-            hashes: [0; WINDOW],
+            codes: [0; HISTORY + BATCH],
+            starts: [0; HISTORY + BATCH],
+            hashes: [0; WINDOW - 1 + BATCH],
+            leaving: core::array::from_fn(|code| (code as u64).wrapping_mul(BASE_K)),
+            staged: 0,
             seen: 0,
             h: 0,
             min: 0,
-            kept: None,
+            low: u64::MAX,
+            kept: 0,
         }
     }
 
-    /// The next non-space character: its code + 1, and where it starts and ends.
-    #[inline(always)]
-    fn push(&mut self, code: u64, start: u32, end: u32) {
-        let seen = self.seen;
-        // The character K back leaves the run (none while fewer than K have been seen).
-        let old = if seen >= K { ring(&self.codes, seen - K) } else { 0 };
-        self.h = self.h.wrapping_mul(BASE).wrapping_add(code).wrapping_sub(old.wrapping_mul(BASE_K));
-        set(&mut self.codes, seen, code);
-        set(&mut self.starts, seen, start);
-        set(&mut self.ends, seen, end);
-        self.seen = seen + 1;
-        if seen + 1 < K {
-            return;
+    /// The next non-space character: its code + 1, and where it starts.
+    fn stage(&mut self, code: u32, start: u32) {
+        let at = HISTORY + self.staged;
+        if let (Some(c), Some(s)) = (self.codes.get_mut(at), self.starts.get_mut(at)) {
+            (*c, *s) = (code, start);
         }
-        // The run of the last K characters, numbered by its first.
-        let run = seen + 1 - K;
-        let hash = mix(self.h);
-        set(&mut self.hashes, run, hash);
-        if self.min + WINDOW <= run {
-            // The smallest left the window: find the new one, rightmost on ties.
-            let first = run + 1 - WINDOW;
-            let mut best = first;
-            let mut low = ring(&self.hashes, first);
-            for j in first + 1..=run {
-                let x = ring(&self.hashes, j);
-                if x <= low {
-                    (best, low) = (j, x);
-                }
+        self.staged += 1;
+    }
+
+    /// The non-space bytes of an ASCII `chunk` of at most `BATCH` bytes that starts at
+    /// byte `from`. Every byte is written where the next character goes but counted only
+    /// if it is not a space, so what the text holds decides no branch.
+    fn stage_ascii(&mut self, chunk: &[u8], from: u32) {
+        let mut n = HISTORY + self.staged;
+        for (&b, at) in chunk.iter().zip(from..) {
+            if let (Some(c), Some(s)) = (self.codes.get_mut(n), self.starts.get_mut(n)) {
+                (*c, *s) = (u32::from(b) + 1, at);
             }
-            self.min = best;
-        } else if hash <= ring(&self.hashes, self.min) {
-            self.min = run;
+            n += usize::from(!is_ascii_space(b));
         }
-        if run + 1 >= WINDOW && self.kept != Some(self.min) {
-            self.keep();
-        }
+        self.staged = n - HISTORY;
     }
 
-    fn keep(&mut self) {
-        let min = self.min;
-        let mark =
-            Mark { hash: ring(&self.hashes, min), start: ring(&self.starts, min), end: ring(&self.ends, min + K - 1) };
-        self.marks.push(mark);
-        self.kept = Some(min);
+    /// Hash every run the batch's characters end, then keep the window's smallest of each.
+    fn batch(&mut self, text: &str) {
+        let n = self.staged;
+        let new = self.codes.get(HISTORY..HISTORY + n).unwrap_or_default();
+        let old = self.codes.get(HISTORY - K..HISTORY - K + n).unwrap_or_default();
+        let out = self.hashes.get_mut(WINDOW - 1..WINDOW - 1 + n).unwrap_or_default();
+        let (mut h, leaving) = (self.h, &self.leaving);
+        for ((&code, &gone), slot) in new.iter().zip(old).zip(out) {
+            // What enters and leaves, added to the hash in one step: the loop waits on
+            // one multiplication per character, not on a chain of three operations, and
+            // an ASCII character's share is looked up rather than multiplied (the loop
+            // is bound by how many multiplications it does).
+            let gone = leaving.get(gone as usize).copied().unwrap_or_else(|| u64::from(gone).wrapping_mul(BASE_K));
+            h = h.wrapping_mul(BASE).wrapping_add(u64::from(code).wrapping_sub(gone));
+            *slot = mix(h);
+        }
+        self.h = h;
+        // The batch's characters end the runs from `seen + 1 - K` on (none before the
+        // `K`th character); run `r`'s hash is at `r + K + WINDOW - 2 - seen`.
+        let seen = self.seen;
+        let skip = (K - 1).saturating_sub(seen).min(n);
+        let first = (seen + skip + 1).saturating_sub(K);
+        let place = |run: usize| (run + K + WINDOW - 2).wrapping_sub(seen);
+        let (mut min, mut low, mut kept) = (self.min, self.low, self.kept);
+        let hashes = &self.hashes;
+        let runs = hashes.get(place(first)..WINDOW - 1 + n).unwrap_or_default();
+        for (run, &hash) in (first..).zip(runs) {
+            if min + WINDOW <= run {
+                // The smallest left the window: find the new one, rightmost on ties.
+                let window = hashes.get(place(run + 1 - WINDOW)..=place(run)).unwrap_or_default();
+                (min, low) = (run + 1 - WINDOW, u64::MAX);
+                for (j, &x) in (run + 1 - WINDOW..).zip(window) {
+                    if x <= low {
+                        (min, low) = (j, x);
+                    }
+                }
+            } else if hash <= low {
+                (min, low) = (run, hash);
+            }
+            if run + 1 >= WINDOW && kept != min + 1 {
+                self.marks.push(mark(text, &self.starts, seen, min, low));
+                kept = min + 1;
+            }
+        }
+        (self.min, self.low, self.kept) = (min, low, kept);
+        self.seen += n;
+        self.staged = 0;
+        self.codes.copy_within(n..n + HISTORY, 0);
+        self.starts.copy_within(n..n + HISTORY, 0);
+        self.hashes.copy_within(n..n + WINDOW - 1, 0);
     }
 
-    fn finish(mut self) -> Vec<Mark> {
+    fn finish(mut self, text: &str) -> Vec<Mark> {
         let runs = (self.seen + 1).saturating_sub(K);
         if (1..WINDOW).contains(&runs) {
-            self.keep();
+            self.marks.push(mark(text, &self.starts, self.seen, self.min, self.low));
         }
         self.marks
     }
 }
 
-/// The value written at position `i` of a ring whose size is a power of two.
+/// The mark of `run` of `text`, whose hash is `hash`: from where its first character
+/// starts to where its last ends, `seen` characters having gone before the batch.
 #[inline(always)]
-fn ring<T: core::marker::Copy + Default, const N: usize>(ring: &[T; N], i: usize) -> T {
-    ring.get(i & (N - 1)).copied().unwrap_or_default()
-}
-
-#[inline(always)]
-fn set<T, const N: usize>(ring: &mut [T; N], i: usize, value: T) {
-    if let Some(slot) = ring.get_mut(i & (N - 1)) {
-        *slot = value;
-    }
+fn mark(text: &str, starts: &[u32], seen: usize, run: usize, hash: u64) -> Mark {
+    let place = |g: usize| (g + HISTORY).wrapping_sub(seen);
+    let start = starts.get(place(run)).copied().unwrap_or_default();
+    let last = starts.get(place(run + K - 1)).copied().unwrap_or_default();
+    let width = match text.as_bytes().get(last as usize) {
+        Some(0..0x80) | None => 1,
+        Some(0xC0..0xE0) => 2,
+        Some(0xE0..0xF0) => 3,
+        Some(_) => 4,
+    };
+    Mark { hash, start, end: last.saturating_add(width) }
 }
 
 /// What one text copies from one remembered text.
@@ -642,6 +697,10 @@ mod tests {
             (0u8..128).map(char::from).collect::<String>().repeat(3),
             String::new(),
             "short".to_owned(),
+            // Longer than a batch, in ASCII and not: runs and windows across batches.
+            fold(&words(1, 3_000)),
+            "é ü 漢字 🙂 ".repeat(400),
+            format!("{} {}", words(2, 200), "漢字 ".repeat(300)),
         ];
         let generated = (0..200).map(|seed| fold(&words(seed, 5 + (seed as usize % 60))));
         for text in texts.into_iter().chain(generated) {
