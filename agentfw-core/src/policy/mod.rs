@@ -38,6 +38,7 @@ pub mod index;
 mod literals;
 pub mod pack;
 pub mod patterns;
+mod plain;
 mod reload;
 pub mod rule;
 mod scan;

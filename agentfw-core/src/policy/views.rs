@@ -12,12 +12,15 @@
 //!   when the text has one.
 //! - [`View::Decoded`]: base64, hex and URL-encoded stretches decoded one level
 //!   ([`decode`]); built only when a stretch decodes to text.
+//! - [`View::Plain`]: markup and shell quoting looked past ([`plain`]); built only when the
+//!   text has some.
 //!
 //! Each view is at most about the size of the text (NFKC may expand a few characters, as
 //! the folded text rules read already does), built once per message and only for a set
 //! that asks, and scanned with the same literal prefilter as the text: the worst a text
 //! can cost is one more scan of the sets per view.
 
+use super::plain::plain;
 use crate::decode::{decode, decoded_view};
 use crate::normalize::fold_keeping_case;
 
@@ -27,11 +30,12 @@ pub(crate) enum View {
     Folded,
     Joined,
     Decoded,
+    Plain,
 }
 
 /// Every view, in the order they are tried, with their names in pattern files.
-pub(crate) const VIEWS: [(View, &str); 3] =
-    [(View::Folded, "folded"), (View::Joined, "joined"), (View::Decoded, "decoded")];
+pub(crate) const VIEWS: [(View, &str); 4] =
+    [(View::Folded, "folded"), (View::Joined, "joined"), (View::Decoded, "decoded"), (View::Plain, "plain")];
 
 impl View {
     pub(crate) fn named(name: &str) -> Option<Self> {
@@ -44,6 +48,7 @@ impl View {
             Self::Folded => 0,
             Self::Joined => 1,
             Self::Decoded => 2,
+            Self::Plain => 3,
         }
     }
 
@@ -55,6 +60,7 @@ impl View {
             Self::Folded => fold_keeping_case(text),
             Self::Joined => joined(text)?,
             Self::Decoded => decoded_view(text, &decode(text))?,
+            Self::Plain => plain(text)?,
         };
         (view != text).then_some(view)
     }
