@@ -182,6 +182,10 @@ fn fold_non_ascii(c: char, out: &mut Folder) {
         out.dropped = true;
         return;
     }
+    if is_plain_mark(c) {
+        out.push(c);
+        return;
+    }
     let (mut lowered, mut kept) = (c.to_lowercase(), core::iter::once(c));
     let lowered: &mut dyn ExactSizeIterator<Item = char> = match out.case {
         Case::Lower => &mut lowered,
@@ -194,6 +198,18 @@ fn fold_non_ascii(c: char, out: &mut Folder) {
         out.push(folded);
         out.changed = folded != c;
     }
+}
+
+/// The blocks of combining marks that fold to themselves: none has a lower case of its
+/// own or is a look-alike (a test checks every one). A pile of them ("zalgo" text) is
+/// the most costly text to fold, and most of that was asking, mark by mark, for a lower
+/// case and a look-alike that are the mark itself.
+const PLAIN_MARKS: [core::ops::RangeInclusive<char>; 4] =
+    ['\u{300}'..='\u{36F}', '\u{1AB0}'..='\u{1AFF}', '\u{1DC0}'..='\u{1DFF}', '\u{20D0}'..='\u{20FF}'];
+
+/// Whether `c` is in one of the [`PLAIN_MARKS`] blocks.
+fn is_plain_mark(c: char) -> bool {
+    PLAIN_MARKS.iter().any(|block| block.contains(&c))
 }
 
 /// The ASCII letter or digit `c` imitates (lower-cased unless `case` keeps it), or `c`
@@ -391,6 +407,18 @@ mod tests {
         for t in ["Ｈｅｌｌｏ\u{200B} Wörld", "ǅ ﬁ ẞ σς", "\u{456}\u{301}x\u{2029}y", "i\0\u{330}pp\u{5}", "AbC\tdEf  "]
         {
             assert_eq!(fold_keeping_case(t).to_lowercase(), fold(t).to_lowercase(), "{t:?}");
+        }
+    }
+
+    /// The marks folding passes through as they are fold to themselves the long way too.
+    #[test]
+    fn plain_marks_have_no_lower_case_and_imitate_nothing() {
+        for block in PLAIN_MARKS {
+            for c in block {
+                assert!(c.to_lowercase().eq([c]), "{c:?} has a lower case");
+                assert_eq!(look_alike(c, Case::Lower), c, "{c:?} is a look-alike");
+                assert_eq!(look_alike(c, Case::Keep), c, "{c:?} is a look-alike");
+            }
         }
     }
 
