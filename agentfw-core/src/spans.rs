@@ -19,7 +19,7 @@
 
 use core::hash::{BuildHasher, Hasher};
 use core::ops::Range;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque, hash_map};
 
 use serde::{Deserialize, Serialize};
 
@@ -348,12 +348,25 @@ impl<T> SpanIndex<T> {
         }
         let seq = self.next;
         self.next = self.next.wrapping_add(1);
+        // One lookup per mark: the slot is found once, and taken unless it points at a
+        // live kept text and this one is not kept.
+        let front = self.front();
+        let entries = &self.entries;
+        let kept_live = |s: u32| {
+            let at = usize::try_from(s.wrapping_sub(front)).ok();
+            at.and_then(|at| entries.get(at)).is_some_and(|e| e.kept.is_some() && e.expires > now)
+        };
         for m in marks {
-            let holder = self.slots.get(&m.hash).and_then(|&s| self.entry(s));
-            if holder.is_some_and(|e| e.kept.is_some() && e.expires > now) && keep.is_none() {
-                continue;
+            match self.slots.entry(m.hash) {
+                hash_map::Entry::Occupied(mut slot) => {
+                    if keep.is_some() || !kept_live(*slot.get()) {
+                        slot.insert(seq);
+                    }
+                }
+                hash_map::Entry::Vacant(slot) => {
+                    slot.insert(seq);
+                }
             }
-            self.slots.insert(m.hash, seq);
         }
         let kept = keep.map(|text| {
             let mut marks = marks.to_vec();
