@@ -216,10 +216,7 @@ impl PatternSet {
     /// The first pattern of the set that finds a value that counts in `text`, given what
     /// `search` found there, in which the set's patterns start at `offset`.
     fn first_in(&self, text: &str, search: &Search, candidates: &Candidates, offset: usize) -> Option<usize> {
-        self.patterns
-            .iter()
-            .enumerate()
-            .find_map(|(i, p)| search.fires(offset + i, p, text, candidates, &self.placeholders).then_some(i))
+        search.first_firing(offset, &self.patterns, text, candidates, &self.placeholders)
     }
 
     pub fn patterns(&self) -> &[Pattern] {

@@ -89,6 +89,9 @@ pub(crate) struct Candidates {
     after: Vec<(u32, usize)>,
     /// Patterns that may match anywhere, sorted.
     anywhere: Vec<u32>,
+    /// Every unit that may match at all, ascending: most texts hold the literals of a few
+    /// dozen of hundreds, and only those are looked at.
+    found: Vec<u32>,
 }
 
 impl Candidates {
@@ -165,22 +168,30 @@ impl Search {
         self.free.get_or_init(compiled).as_ref().is_none_or(|all| all.is_match(text))
     }
 
-    /// Whether `pattern`, the `i`th of the search, finds a value that counts in `text`,
-    /// given what [`Search::scan`] found there: whether one of its units does.
-    pub(crate) fn fires(
+    /// The first of `patterns` (in order), which are the search's patterns from the
+    /// `first`th on, that finds a value that counts in `text`, given what [`Search::scan`]
+    /// found there: by its position among `patterns`.
+    ///
+    /// A pattern finds one when one of its units does, and units are numbered in pattern
+    /// order, so the first unit that fires, among those that may match at all, is of
+    /// the first pattern that does.
+    pub(crate) fn first_firing(
         &self,
-        i: usize,
-        pattern: &Pattern,
+        first: usize,
+        patterns: &[Pattern],
         text: &str,
         candidates: &Candidates,
         placeholders: &Placeholders,
-    ) -> bool {
-        let first = self.first_unit.get(i).copied().unwrap_or(usize::MAX);
-        pattern
-            .units()
-            .iter()
-            .enumerate()
-            .any(|(k, unit)| fires(unit, text, candidates.place(first.saturating_add(k)), placeholders))
+    ) -> Option<usize> {
+        let (&lo, &hi) = (self.first_unit.get(first)?, self.first_unit.get(first + patterns.len())?);
+        let from = candidates.found.partition_point(|&u| (u as usize) < lo);
+        let mut units = candidates.found.get(from..)?.iter().map(|&u| u as usize).take_while(|&u| u < hi);
+        units.find_map(|u| {
+            // The pattern `u` is a unit of, and which of its units.
+            let p = self.first_unit.partition_point(|&f| f <= u).checked_sub(1)?;
+            let unit = patterns.get(p.checked_sub(first)?)?.units().get(u - self.first_unit.get(p)?)?;
+            fires(unit, text, candidates.place(u), placeholders).then(|| p - first)
+        })
     }
 
     /// Where each pattern may match in `text`.
@@ -244,8 +255,12 @@ impl Search {
         starts.dedup();
         let anywhere = anywhere.iter().enumerate().filter(|(_, a)| **a).filter_map(|(u, _)| u32::try_from(u).ok());
         let anywhere: Vec<u32> = anywhere.collect();
-        let (patterns, offsets) = starts.into_iter().unzip();
-        Candidates { patterns, offsets, after, anywhere }
+        let (patterns, offsets): (Vec<u32>, Vec<usize>) = starts.into_iter().unzip();
+        let mut found: Vec<u32> =
+            patterns.iter().chain(&anywhere).copied().chain(after.iter().map(|&(p, _)| p)).collect();
+        found.sort_unstable();
+        found.dedup();
+        Candidates { patterns, offsets, after, anywhere, found }
     }
 }
 
