@@ -10,7 +10,7 @@ score is the best window of any block.
 import math
 import struct
 
-MAGIC = b"AFWINJ02"
+MAGIC = b"AFWINJ03"
 HEADER = struct.Struct("<8sIIIIdd")
 PUNCT_BYTES = 4
 PREFIX = 5
@@ -28,16 +28,52 @@ DIGITS = frozenset(b"0123456789")
 BLANK = " \t\r\x0b\x0c"
 
 
+# A part of a text with fewer words than this is not scored alone: it joins the parts after it.
+SHORT_WORDS = 12
+# What separates words when counting them (ASCII whitespace, as the Rust scorer counts).
+SPACE = " \t\n\r\x0b\x0c"
+
+
 def blocks(text):
     """The blocks of `text` scored apart, in order: runs of lines between blank lines and
     code fences (a line starting with ``` or ~~~ after indentation); a fenced block, fences
-    included, is one block. Lines end at \\n."""
+    included, is one part. A run of parts of fewer than SHORT_WORDS words each is one block
+    with the part after it, so that cutting a text into a few words per part does not cut
+    what it says. Lines end at \\n."""
     return [text[s:e] for s, e in block_spans(text)]
 
 
 def block_spans(text):
-    """Where each block of `text` starts and ends (character offsets): a block is a run of
-    whole lines, so it is the text between them."""
+    """Where each block of `text` starts and ends (character offsets): the parts of `text`
+    (`part_spans`), a run of short ones joined with the part after it."""
+    out, first = [], None
+    for s, e in part_spans(text):
+        if first is None:
+            first = s
+        if is_long(text[s:e]):
+            out.append((first, e))
+            first = None
+    if first is not None:
+        out.append((first, e))
+    return out
+
+
+def is_long(part):
+    """Whether `part` has at least SHORT_WORDS words (runs of anything but ASCII whitespace)."""
+    words, inside = 0, False
+    for c in part:
+        if c in SPACE:
+            inside = False
+        elif not inside:
+            inside, words = True, words + 1
+            if words >= SHORT_WORDS:
+                return True
+    return False
+
+
+def part_spans(text):
+    """Where each part of `text` starts and ends (character offsets): a part is a run of
+    whole lines between blank lines and fences, so it is the text between them."""
     out, first, last, fenced, at = [], None, None, False, 0
 
     def close():
@@ -66,11 +102,25 @@ def block_spans(text):
 
 
 def is_separator(b):
-    return b <= 0x20 or b == 0x7F
+    return b <= 0x20 or b == 0x7F or b == 0x5F
 
 
 def is_word(b):
-    return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b == 95 or b >= 0x80
+    return (48 <= b <= 57) or (65 <= b <= 90) or (97 <= b <= 122) or b >= 0x80
+
+
+LEET_MAX = 24
+LEET = {ord("0"): ord("o"), ord("1"): ord("i"), ord("3"): ord("e"), ord("4"): ord("a"), ord("5"): ord("s"),
+        ord("7"): ord("t")}
+
+
+def unleet(word):
+    """`word` with leet digits read as letters, if it has at least two letters and every digit is one."""
+    letters = sum(1 for b in word if (65 <= b <= 90) or (97 <= b <= 122))
+    digits = [b for b in word if b in DIGITS]
+    if len(word) > LEET_MAX or letters < 2 or not digits or any(b not in LEET for b in digits):
+        return word
+    return bytes(LEET.get(b, b) for b in word)
 
 
 def shape(word):
@@ -128,7 +178,8 @@ def tokens(text):
         i = j
         if word:
             s = shape(run)
-            out.append((s, run[:PREFIX] if s is run and len(run) > PREFIX else None))
+            w = s if s in (SHAPE_HEX, SHAPE_NUMBER) else shape(unleet(run))
+            out.append((w, w[:PREFIX] if w[:1] != b"\x01" and len(w) > PREFIX else None))
         else:
             out.append((run[:PUNCT_BYTES], None))
     return out

@@ -15,6 +15,44 @@ pub(super) fn ascii_look_alike(c: char) -> Option<u8> {
     TO.get(i).copied()
 }
 
+/// The ASCII letter a small capital stands for (`ᴀ` for `A`), as a capital. TR39 counts
+/// only a few of them (`ᴄ`, `ᴏ`, `ᴠ`…) as confusable, yet a reader reads every one as its
+/// letter, so `ɪɢɴᴏʀᴇ ᴀʟʟ ᴘʀᴇᴠɪᴏᴜꜱ` is `ignore all previous`.
+pub(super) fn small_capital(c: char) -> Option<u8> {
+    let i = SMALL_CAPITALS.binary_search_by_key(&c, |&(from, _)| from).ok()?;
+    SMALL_CAPITALS.get(i).map(|&(_, to)| to)
+}
+
+/// The small capitals of the Latin alphabet (IPA Extensions, Phonetic Extensions, Latin
+/// Extended-D), ascending.
+const SMALL_CAPITALS: [(char, u8); 25] = [
+    ('\u{262}', b'G'),
+    ('\u{26A}', b'I'),
+    ('\u{274}', b'N'),
+    ('\u{280}', b'R'),
+    ('\u{28F}', b'Y'),
+    ('\u{299}', b'B'),
+    ('\u{29C}', b'H'),
+    ('\u{29F}', b'L'),
+    ('\u{1D00}', b'A'),
+    ('\u{1D04}', b'C'),
+    ('\u{1D05}', b'D'),
+    ('\u{1D07}', b'E'),
+    ('\u{1D0A}', b'J'),
+    ('\u{1D0B}', b'K'),
+    ('\u{1D0D}', b'M'),
+    ('\u{1D0F}', b'O'),
+    ('\u{1D18}', b'P'),
+    ('\u{1D1B}', b'T'),
+    ('\u{1D1C}', b'U'),
+    ('\u{1D20}', b'V'),
+    ('\u{1D21}', b'W'),
+    ('\u{1D22}', b'Z'),
+    ('\u{A730}', b'F'),
+    ('\u{A731}', b'S'),
+    ('\u{A7AF}', b'Q'),
+];
+
 /// The look-alikes, ascending.
 const FROM: [u32; 447] = [
     0xa1, 0xd7, 0xfe, 0x131, 0x17f, 0x184, 0x18d, 0x192, 0x196, 0x1a6, 0x1a7, 0x1b7, 0x1bc, 0x1bd, 0x1bf, 0x1c0, 0x21c,
@@ -95,5 +133,19 @@ mod tests {
         assert_eq!(ascii_look_alike('\u{3bf}'), Some(b'o'), "Greek ο");
         assert_eq!(ascii_look_alike('é'), None);
         assert_eq!(ascii_look_alike('\u{301}'), None, "a combining mark");
+    }
+
+    #[test]
+    fn small_capitals_are_their_letters() {
+        assert!(SMALL_CAPITALS.is_sorted());
+        assert_eq!(small_capital('\u{1D00}'), Some(b'A'));
+        assert_eq!(small_capital('\u{A7AF}'), Some(b'Q'));
+        assert_eq!(small_capital('a'), None);
+        // Every letter but X (Unicode has no small capital X) appears once.
+        let mut letters: Vec<u8> = SMALL_CAPITALS.iter().map(|&(_, to)| to).collect();
+        letters.sort_unstable();
+        letters.dedup();
+        assert_eq!(letters.len(), 25);
+        assert!(!letters.contains(&b'X'));
     }
 }
