@@ -99,6 +99,21 @@ pub fn boot_id() -> Option<String> {
     std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok().map(|s| s.trim().to_owned())
 }
 
+/// Whether a process of this user can attach to another of its processes (ptrace) and run
+/// code as it, which would let one agent speak as another: `Some(why)` when it can. Linux
+/// lets any process attach to another of the same user unless the Yama module restricts it
+/// (`kernel.yama.ptrace_scope` 1 or more: only to its own descendants).
+pub fn ptrace_open() -> Option<String> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    match std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").map(|s| s.trim().to_owned()) {
+        Ok(scope) if scope == "0" => Some("kernel.yama.ptrace_scope is 0".to_owned()),
+        Ok(_) => None,
+        Err(_) => Some("this kernel has no Yama ptrace restriction".to_owned()),
+    }
+}
+
 /// What `/proc/N/stat` says about a process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Stat {

@@ -87,6 +87,13 @@ pub fn status(args: &Args) -> ExitCode {
             );
         }
     }
+    // Read here, not by the daemon: it is this machine's kernel either way.
+    if let Some(why) = agentfw_mcp::procfs::ptrace_open() {
+        println!(
+            "warning: {why}, so an agent can attach a debugger to another agent's process and send as it \
+             (`gdb -p`); run `sudo sysctl kernel.yama.ptrace_scope=1` (and set it in /etc/sysctl.d) to stop that"
+        );
+    }
     let team = agentfw_mcp::proto::TeamResult {
         you: None,
         admission_mode: status.admission.mode.clone(),
