@@ -55,6 +55,7 @@ pub const KINDS: &[(&str, Kind)] = &[
     ("combining_marks", combining_marks),
     ("one_char", one_char),
     ("nested_brackets", nested_brackets),
+    ("unclosed_markup", unclosed_markup),
 ];
 
 /// Cuts `text` to at most `bytes`, on a character boundary.
@@ -259,4 +260,10 @@ pub fn one_char(_rng: &mut Rng, bytes: usize) -> String {
 pub fn nested_brackets(_rng: &mut Rng, bytes: usize) -> String {
     let depth = bytes / 11;
     cut(format!("{}{}", "{\"a\": [(".repeat(depth), ")]}".repeat(depth)), bytes)
+}
+
+/// Link targets and quotes opened and never closed (`[](a'b"c\`d`…), each of which makes the
+/// plain view look ahead for its end.
+pub fn unclosed_markup(_rng: &mut Rng, bytes: usize) -> String {
+    cut("[](a'b\"c`d".repeat(bytes / 10 + 1), bytes)
 }

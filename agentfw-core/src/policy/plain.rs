@@ -18,7 +18,8 @@
 //! (`don't`) stays, and so does a quotation of several words: patterns tell a quoted
 //! phrase (`the docs say "ignore previous instructions" is an attack`) from an order, and
 //! the view must not take that from them. Runs of whitespace become one space. Linear in
-//! the text: a quote looks ahead at most 64 bytes.
+//! the text: what a link target or a quoted word ends at is found once for all the places
+//! that ask.
 
 /// `text` with markup and shell quoting looked past, or `None` when that changes nothing.
 pub(crate) fn plain(text: &str) -> Option<String> {
@@ -32,6 +33,8 @@ pub(crate) fn plain(text: &str) -> Option<String> {
     let mut rest = text;
     // Whether anything but whitespace was looked past.
     let mut changed = false;
+    // Where the link targets and quoted words that may follow end.
+    let (mut ends, mut quotes) = (Ends::new(text, b')'), [b'"', b'\'', b'`'].map(|q| Ends::new(text, q)));
     while let Some(c) = rest.chars().next() {
         let after = rest.get(c.len_utf8()..).unwrap_or_default();
         let next = after.chars().next();
@@ -50,7 +53,9 @@ pub(crate) fn plain(text: &str) -> Option<String> {
             }
             // A link's target is not what the link says: `[previous](#)` reads `previous`.
             ']' => {
-                rest = link_target(after).map_or(after, |t| after.get(t..).unwrap_or_default());
+                let at = text.len() - after.len();
+                let target = after.starts_with('(').then(|| ends.closed(at + 1, MAX_TARGET)).flatten();
+                rest = target.and_then(|end| text.get(end + 1..)).unwrap_or(after);
                 false
             }
             '"' | '\'' | '`' if next == Some(c) => {
@@ -60,14 +65,18 @@ pub(crate) fn plain(text: &str) -> Option<String> {
             '\'' if prev.is_some_and(char::is_alphanumeric) && next.is_some_and(char::is_alphanumeric) => true,
             // Quotes around one word are dropped (`"sh"`, `'curl'`, `` `previous` ``); a
             // quotation of several words stays one, as the text as sent has it.
-            '"' | '\'' | '`' => match quoted_word(after, c) {
-                Some(word) => {
-                    out.push_str(word);
-                    rest = after.get(word.len() + 1..).unwrap_or_default();
-                    false
+            '"' | '\'' | '`' => {
+                let at = text.len() - after.len();
+                let which = quotes.iter_mut().find(|q| char::from(q.close) == c);
+                match which.and_then(|q| q.closed(at, MAX_QUOTED)).filter(|&end| end > at) {
+                    Some(end) => {
+                        out.push_str(text.get(at..end).unwrap_or_default());
+                        rest = text.get(end + 1..).unwrap_or_default();
+                        false
+                    }
+                    None => true,
                 }
-                None => true,
-            },
+            }
             '\\' if next.is_some_and(|n| n.is_ascii_alphanumeric()) => false,
             '$' => match which(after) {
                 Some((name, skip)) => {
@@ -99,21 +108,42 @@ pub(crate) fn plain(text: &str) -> Option<String> {
 /// The longest link target looked past, in bytes: `(#)`, `(https://…)`.
 const MAX_TARGET: usize = 512;
 
-/// How many bytes of `after` (what follows a `]`) are a link target: `(` up to the `)`
-/// that closes it, with no whitespace in between.
-fn link_target(after: &str) -> Option<usize> {
-    let inner = after.strip_prefix('(')?;
-    let end = inner.bytes().take(MAX_TARGET).position(|b| b == b')' || b.is_ascii_whitespace())?;
-    (inner.as_bytes().get(end) == Some(&b')')).then_some(end + 2)
-}
-
 /// The longest word unquoted.
 const MAX_QUOTED: usize = 64;
 
-/// The word `after` holds before the `quote` that closes it, if no whitespace comes first.
-fn quoted_word(after: &str, quote: char) -> Option<&str> {
-    let end = after.bytes().take(MAX_QUOTED).position(|b| char::from(b) == quote || b.is_ascii_whitespace())?;
-    (after.get(end..)?.starts_with(quote) && end > 0).then(|| after.get(..end)).flatten()
+/// Where the next `close` byte or ASCII whitespace is, remembered: a link target runs from
+/// `(` to the `)` that closes it and a quoted word to its closing quote, with no whitespace
+/// in between, and asking again from a later place reuses the answer, so a text of many
+/// `](` or quotes costs one pass, not one look-ahead each.
+struct Ends<'a> {
+    text: &'a [u8],
+    close: u8,
+    /// The first `close` or whitespace at or after every place asked about so far.
+    next: Option<usize>,
+}
+
+impl<'a> Ends<'a> {
+    fn new(text: &'a str, close: u8) -> Self {
+        Self { text: text.as_bytes(), close, next: None }
+    }
+
+    /// Where `close` closes what starts at `from` (the byte offset after the opening), if it
+    /// comes before any whitespace and at most `max` bytes on.
+    fn closed(&mut self, from: usize, max: usize) -> Option<usize> {
+        let stop = match self.next {
+            Some(stop) if stop >= from => stop,
+            _ => {
+                let rest = self.text.get(from..).unwrap_or_default();
+                let stop = rest
+                    .iter()
+                    .position(|&b| b == self.close || b.is_ascii_whitespace())
+                    .map_or(self.text.len(), |i| from + i);
+                self.next = Some(stop);
+                stop
+            }
+        };
+        (self.text.get(stop) == Some(&self.close) && stop - from <= max).then_some(stop)
+    }
 }
 
 /// After a `$`: the name of the command `$(which NAME)` or `$(command -v NAME)` stands
@@ -171,6 +201,19 @@ mod tests {
         ] {
             assert_eq!(plain(variant).as_deref(), Some(want), "{variant:?}");
         }
+    }
+
+    /// Many openings that never close, each of which looks ahead: the answer is found once.
+    #[test]
+    fn unclosed_openings_cost_one_pass() {
+        for unit in ["[](", "'a", "\"a", "`a", "[](a'b\"c`d"] {
+            let text = unit.repeat(20_000);
+            let view = plain(&text).unwrap_or_default();
+            assert!(view.len() <= text.len(), "{unit:?}");
+        }
+        assert_eq!(plain("x [a](aaa) y").as_deref(), Some("x a y"));
+        assert_eq!(plain("'a' 'b c'").as_deref(), Some("a 'b c'"));
+        assert_eq!(plain("[a](  [b](x)").as_deref(), Some("a( b"));
     }
 
     #[test]
