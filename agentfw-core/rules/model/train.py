@@ -97,13 +97,17 @@ def disguise(rng, text):
     r = rng.random()
     if r < 0.08:
         k = rng.randint(1, 7)
-        sep = rng.choice(("\n\n", "\n\n- ", "\n\n## ", "\n\n> "))
-        words = text.split(" ")
-        return sep.join(" ".join(words[i:i + k]) for i in range(0, len(words), k))
+        return in_parts(text, k, rng.choice(("\n\n", "\n\n- ", "\n\n## ", "\n\n> ")))
     if r < 0.12:
         mark = rng.choice(("*", "**", "`", "_"))
         return " ".join(f"{mark}{w}{mark}" if w and rng.random() < 0.5 else w for w in text.split(" "))
     return text
+
+
+def in_parts(text, k, sep):
+    """`text` cut into parts of `k` words (words end at spaces), joined by `sep`."""
+    words = text.split(" ")
+    return sep.join(" ".join(words[i:i + k]) for i in range(0, len(words), k))
 
 
 def embed(rng, payload, carrier):
@@ -629,8 +633,7 @@ def cut(text, span, k):
     """`text` with its attack (`span`, or the whole text) cut into parts of `k` words: a blank
     line after every `k` words, the cheapest way to cut what a block scorer reads."""
     s, e = span or (0, len(text))
-    words = text[s:e].split(" ")
-    return text[:s] + "\n\n".join(" ".join(words[i:i + k]) for i in range(0, len(words), k)) + text[e:]
+    return text[:s] + in_parts(text[s:e], k, "\n\n") + text[e:]
 
 
 # How many words per part the attacks are cut into when the known evasion is measured.

@@ -93,13 +93,15 @@ pub(crate) fn plain(text: &str) -> Option<String> {
         }
         changed |= !kept;
     }
-    let mut words = out.split_whitespace().filter(|w| !is_marker(w)).peekable();
-    changed |= out.split_whitespace().any(is_marker);
     let mut plain = String::with_capacity(out.len());
-    while let Some(word) = words.next() {
-        plain.push_str(word);
-        if words.peek().is_some() {
-            plain.push(' ');
+    for word in out.split_whitespace() {
+        if is_marker(word) {
+            changed = true;
+        } else {
+            if !plain.is_empty() {
+                plain.push(' ');
+            }
+            plain.push_str(word);
         }
     }
     changed.then_some(plain)
