@@ -36,6 +36,7 @@ pub mod diagnostic;
 pub mod import;
 pub mod index;
 mod literals;
+mod matcher;
 pub mod pack;
 pub mod patterns;
 mod plain;

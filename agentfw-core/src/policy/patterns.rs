@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
 use regex::{RegexBuilder, RegexSet, RegexSetBuilder};
-use regex_automata::meta::{self, Regex};
+use regex_automata::meta::Regex;
 use regex_automata::util::captures::Captures;
 use regex_automata::{Anchored, Input};
 use regex_syntax::hir::{Class, Hir, HirKind};
@@ -30,13 +30,11 @@ use regex_syntax::hir::{Class, Hir, HirKind};
 use super::diagnostic::{Diagnostic, SourceFile, Span};
 use super::index::{Index, Shape, Unit};
 use super::literals::Literals;
+use super::matcher::{Alphabet, Matcher, REGEX_SIZE_LIMIT, Search as Reading, compile_many};
 use super::search::{Candidates, Search, Verdict};
 use super::validators::{VALIDATORS, Validator};
 use super::views::{VIEWS, View};
 use super::yaml::{self, Fields, Node, NodeKind};
-
-/// Compiled regexes are capped so a hostile or careless pattern cannot eat memory.
-const REGEX_SIZE_LIMIT: usize = 4 << 20;
 
 /// One pattern of a set.
 #[derive(Clone, Debug)]
@@ -45,9 +43,10 @@ pub struct Pattern {
     pub description: String,
     /// The regex as written.
     expression: String,
-    /// Compiled the first time the pattern is a candidate: loading a pack only parses its
-    /// patterns, so that `agentfw scan` starts at once and holds only what it uses.
-    regex: OnceLock<Option<Regex>>,
+    /// Compiled the first time the pattern is a candidate, in the forms its searches need:
+    /// loading a pack only parses its patterns, so that `agentfw scan` starts at once and
+    /// holds only what it uses.
+    matcher: Matcher,
     /// The literals the prefilter finds the pattern by.
     literals: Literals,
     /// The longest match in bytes, if the regex bounds it.
@@ -99,10 +98,10 @@ impl Pattern {
         if self.branches.is_empty() { core::slice::from_ref(self) } else { &self.branches }
     }
 
-    /// The compiled regex; `None` only if it compiled to more than the size limit, which
-    /// loading rules out (see [`parse`]).
-    fn regex(&self) -> Option<&Regex> {
-        self.regex.get_or_init(|| compile(&self.expression).ok()).as_ref()
+    /// The regex compiled for `reading` a text in `alphabet`; `None` only if it compiled to
+    /// more than the size limit, which loading rules out (see [`parse`]).
+    fn regex(&self, reading: Reading, alphabet: Alphabet) -> Option<&Regex> {
+        self.matcher.get(&[self.expression.as_str()], reading, alphabet, self.group != 0)
     }
 
     fn checks_value(&self) -> bool {
@@ -142,8 +141,8 @@ impl Pattern {
     ///
     /// A pattern whose regex cannot be compiled fires wherever it is a candidate: the
     /// verdict fails closed.
-    pub(crate) fn fires_from(&self, text: &str, start: usize, placeholders: &Placeholders) -> bool {
-        let Some(regex) = self.regex() else {
+    pub(crate) fn fires_from(&self, text: &str, alphabet: Alphabet, start: usize, placeholders: &Placeholders) -> bool {
+        let Some(regex) = self.regex(Reading::Whole, alphabet) else {
             return true;
         };
         let input = Input::new(text).range(start..);
@@ -154,12 +153,14 @@ impl Pattern {
     }
 
     /// What the match that starts exactly at `at` (if any) is worth: one anchored search,
-    /// which stops as soon as the text can no longer match.
-    pub(crate) fn fires_at(&self, text: &str, at: usize, placeholders: &Placeholders) -> Verdict {
-        let Some(regex) = self.regex() else {
+    /// which stops as soon as the text can no longer match, and reads no further than the
+    /// longest match could reach (`\b` and `$` still see the text past it).
+    pub(crate) fn fires_at(&self, text: &str, alphabet: Alphabet, at: usize, placeholders: &Placeholders) -> Verdict {
+        let Some(regex) = self.regex(Reading::Near, alphabet) else {
             return Verdict::Counts;
         };
-        let input = Input::new(text).range(at..).anchored(Anchored::Yes);
+        let end = self.max_len.map_or(text.len(), |n| text.len().min(at.saturating_add(n)));
+        let input = Input::new(text).range(at..end).anchored(Anchored::Yes);
         // Most places a literal is found start no match: learning that needs neither
         // captures nor the memory they are kept in.
         if !regex.is_match(input.clone()) {
@@ -530,7 +531,7 @@ fn compile_pattern(item: &Node, file: &SourceFile, index: &Index, diags: &mut Ve
         id: id?.0.to_owned(),
         description: description?.0.trim().to_owned(),
         expression: expression?.0.to_owned(),
-        regex: OnceLock::new(),
+        matcher: Matcher::default(),
         literals: shape.literals,
         max_len: shape.max_len,
         group,
@@ -578,7 +579,7 @@ impl Pattern {
             id: self.id.clone(),
             description: String::new(),
             expression: unit.expression,
-            regex: OnceLock::new(),
+            matcher: Matcher::default(),
             literals: unit.literals,
             max_len: unit.max_len,
             group: 0,
@@ -598,28 +599,9 @@ impl Pattern {
 fn parse(src: &str) -> Result<Hir, regex::Error> {
     let hir = regex_syntax::ParserBuilder::new().build().parse(src).map_err(|e| regex::Error::Syntax(e.to_string()))?;
     if compiled_size_estimate(&hir) > REGEX_SIZE_LIMIT / 4 {
-        compile(src)?;
+        compile_many(&[src], Reading::Whole, Alphabet::Unicode, true)?;
     }
     Ok(hir)
-}
-
-/// Compiles a pattern's regex for searching windows of a text: the regex crate's engines
-/// and limits, without the one-pass DFA, which costs memory and helps only long captures.
-fn compile(src: &str) -> Result<Regex, regex::Error> {
-    compile_many(&[src])
-}
-
-/// Compiles several patterns' regexes as one, with the same engines and limits as each
-/// alone: it matches a text exactly where one of them does.
-pub(crate) fn compile_many(srcs: &[&str]) -> Result<Regex, regex::Error> {
-    meta::Builder::new()
-        .configure(meta::Config::new().nfa_size_limit(Some(REGEX_SIZE_LIMIT)).onepass(false))
-        .build_many(srcs)
-        .map_err(|e| match (e.size_limit(), e.syntax_error()) {
-            (Some(limit), _) => regex::Error::CompiledTooBig(limit),
-            (None, Some(syntax)) => regex::Error::Syntax(syntax.to_string()),
-            (None, None) => regex::Error::Syntax(e.to_string()),
-        })
 }
 
 /// An upper estimate of the bytes a regex compiles to: a few words per state, each
@@ -965,7 +947,8 @@ mod tests {
     /// What a set answers when every pattern runs over the whole text: the definition the
     /// search must agree with.
     fn every_pattern_alone<'s>(set: &'s PatternSet, text: &str) -> Option<&'s str> {
-        let alone = |text: &str| set.patterns.iter().find(|p| p.fires_from(text, 0, &set.placeholders));
+        let alone =
+            |text: &str| set.patterns.iter().find(|p| p.fires_from(text, Alphabet::Unicode, 0, &set.placeholders));
         alone(text).or_else(|| set.views.iter().find_map(|v| alone(&v.of(text)?))).map(|p| p.id.as_str())
     }
 
@@ -1262,8 +1245,8 @@ mod tests {
                 let end = at + text[at..].chars().next().map_or(0, char::len_utf8);
                 if next() % 2 == 0 { text.truncate(at) } else { text.replace_range(at..end, "#") }
             }
-            let alone = free.iter().any(|p| p.regex().unwrap().is_match(&text));
-            assert_eq!(search.free(&text), alone, "{text:?}");
+            let alone = free.iter().any(|p| p.regex(Reading::Whole, Alphabet::Unicode).unwrap().is_match(&text));
+            assert_eq!(search.free(&text, Alphabet::of(&text)), alone, "{text:?}");
             if alone { matched += 1 } else { missed += 1 }
         }
         assert!(matched > 500 && missed > 500, "{matched} matched, {missed} did not");

@@ -25,12 +25,9 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 
-use std::sync::OnceLock;
-
-use regex_automata::meta::Regex;
-
 use super::literals::Literals;
-use super::patterns::{Pattern, Placeholders, compile_many};
+use super::matcher::{Alphabet, Matcher, Search as Reading};
+use super::patterns::{Pattern, Placeholders};
 
 /// What starting one anchored search costs beside the bytes it reads, in bytes.
 const SEARCH_OVERHEAD: usize = 64;
@@ -59,9 +56,9 @@ pub(crate) struct Search {
     always: Vec<u32>,
     /// Their regexes, to be compiled as one (see [`Search::free`]).
     free_expressions: Vec<String>,
-    /// Their regexes as one, compiled the first time a text is scanned; `None` if that
-    /// failed (then each is searched).
-    free: OnceLock<Option<Regex>>,
+    /// Their regexes as one, compiled the first time a text is scanned; if that fails,
+    /// each is searched.
+    free: Matcher,
 }
 
 /// Where one unit may match in a text.
@@ -92,6 +89,8 @@ pub(crate) struct Candidates {
     /// Every unit that may match at all, ascending: most texts hold the literals of a few
     /// dozen of hundreds, and only those are looked at.
     found: Vec<u32>,
+    /// The alphabet the text is searched in.
+    alphabet: Alphabet,
 }
 
 impl Candidates {
@@ -155,17 +154,17 @@ impl Search {
                     .ok()
             })
             .flatten();
-        Self { first_unit, prefilter, owners, always, free_expressions, free: OnceLock::new() }
+        Self { first_unit, prefilter, owners, always, free_expressions, free: Matcher::default() }
     }
 
     /// Whether any unit without literals may match in `text`: one search of them all
     /// together, which answers exactly as searching each would whether one matches.
-    pub(crate) fn free(&self, text: &str) -> bool {
+    pub(crate) fn free(&self, text: &str, alphabet: Alphabet) -> bool {
         if self.always.is_empty() {
             return false;
         }
-        let compiled = || compile_many(&self.free_expressions.iter().map(String::as_str).collect::<Vec<_>>()).ok();
-        self.free.get_or_init(compiled).as_ref().is_none_or(|all| all.is_match(text))
+        let srcs: Vec<&str> = self.free_expressions.iter().map(String::as_str).collect();
+        self.free.get(&srcs, Reading::Whole, alphabet, false).is_none_or(|all| all.is_match(text))
     }
 
     /// The first of `patterns` (in order), which are the search's patterns from the
@@ -190,7 +189,7 @@ impl Search {
             // The pattern `u` is a unit of, and which of its units.
             let p = self.first_unit.partition_point(|&f| f <= u).checked_sub(1)?;
             let unit = patterns.get(p.checked_sub(first)?)?.units().get(u - self.first_unit.get(p)?)?;
-            fires(unit, text, candidates.place(u), placeholders).then(|| p - first)
+            fires(unit, text, candidates.alphabet, candidates.place(u), placeholders).then(|| p - first)
         })
     }
 
@@ -212,7 +211,8 @@ impl Search {
         let mut anywhere = vec![false; units];
         let mut kept = vec![0usize; units];
         let mut first = vec![usize::MAX; units];
-        if self.free(text) {
+        let alphabet = Alphabet::of(text);
+        if self.free(text, alphabet) {
             for &p in &self.always {
                 if let Some(flag) = anywhere.get_mut(p as usize) {
                     *flag = true;
@@ -260,7 +260,7 @@ impl Search {
             patterns.iter().chain(&anywhere).copied().chain(after.iter().map(|&(p, _)| p)).collect();
         found.sort_unstable();
         found.dedup();
-        Candidates { patterns, offsets, after, anywhere, found }
+        Candidates { patterns, offsets, after, anywhere, found, alphabet }
     }
 }
 
@@ -279,11 +279,19 @@ impl Search {
 /// less than one pass; a text built so that each of those searches reads to its end costs
 /// up to `rest / 128` passes for that pattern. A hard bound there needs the point where an
 /// anchored search gave up, which the regex crate does not report.
-pub(crate) fn fires(pattern: &Pattern, text: &str, place: Where<'_>, placeholders: &Placeholders) -> bool {
+pub(crate) fn fires(
+    pattern: &Pattern,
+    text: &str,
+    alphabet: Alphabet,
+    place: Where<'_>,
+    placeholders: &Placeholders,
+) -> bool {
     let starts = match place {
         Where::Nowhere => return false,
-        Where::Anywhere => return pattern.fires_from(text, 0, placeholders),
-        Where::After(first) => return pattern.fires_from(text, first.saturating_sub(back(pattern)), placeholders),
+        Where::Anywhere => return pattern.fires_from(text, alphabet, 0, placeholders),
+        Where::After(first) => {
+            return pattern.fires_from(text, alphabet, first.saturating_sub(back(pattern)), placeholders);
+        }
         Where::From(starts) => starts,
     };
     let Some(&first) = starts.first() else { return false };
@@ -294,7 +302,7 @@ pub(crate) fn fires(pattern: &Pattern, text: &str, place: Where<'_>, placeholder
     let read = pattern.max_len().unwrap_or(UNBOUNDED_READ);
     let anchored = searches.saturating_mul(read.saturating_add(SEARCH_OVERHEAD)) <= rest;
     if !anchored {
-        return pattern.fires_from(text, first, placeholders);
+        return pattern.fires_from(text, alphabet, first, placeholders);
     }
     // `seen`: no match the whole-text search meets starts before it (the end of the last
     // match that did not count); `tried`: the places before it have been searched from.
@@ -303,7 +311,7 @@ pub(crate) fn fires(pattern: &Pattern, text: &str, place: Where<'_>, placeholder
         let mut at = found.saturating_sub(back).max(tried);
         while at <= found {
             if at >= seen && text.is_char_boundary(at) {
-                match pattern.fires_at(text, at, placeholders) {
+                match pattern.fires_at(text, alphabet, at, placeholders) {
                     Verdict::Counts => return true,
                     Verdict::Skip(end) => seen = end,
                     Verdict::NoMatch => {}
