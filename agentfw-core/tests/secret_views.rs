@@ -1,6 +1,8 @@
 //! Secrets are judged on several views of the text (PR4): a token split over two lines,
 //! spaced every few characters, in fullwidth letters or look-alikes, with invisible
-//! characters inside, or encoded in base64, hex or URL escapes is still refused. Each
+//! characters inside, or encoded (base64 once or twice, base32, hex as digits or byte by
+//! byte, URL escapes, HTML references, `\u` escapes, quoted-printable soft breaks) is
+//! still refused. Each
 //! rewrite is shown passing the same patterns judged on the text as sent only, and data
 //! that only looks like secrets (spaced fingerprints, hex dumps, wrapped ids, encoded
 //! prose) is still let through.
@@ -62,6 +64,22 @@ fn look_alikes(value: &str) -> String {
     value.chars().map(|c| table.iter().chain(&table2).find(|(l, _)| *l == c).map_or(c, |(_, r)| *r)).collect()
 }
 
+/// RFC 4648 base32, padded.
+fn base32(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let mut out = String::new();
+    for chunk in bytes.chunks(5) {
+        let mut block = [0u8; 5];
+        block[..chunk.len()].copy_from_slice(chunk);
+        let bits = block.iter().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+        let digits = (chunk.len() * 8).div_ceil(5);
+        for i in 0..8 {
+            out.push(if i < digits { char::from(ALPHABET[(bits >> (35 - 5 * i) & 31) as usize]) } else { '=' });
+        }
+    }
+    out
+}
+
 /// Every rewrite of `value` (a token), named.
 fn rewrites(value: &str) -> Vec<(String, String)> {
     let n = value.len();
@@ -82,6 +100,19 @@ fn rewrites(value: &str) -> Vec<(String, String)> {
         ("hex".to_owned(), value.bytes().map(|b| format!("{b:02x}")).collect()),
         ("\\x escapes".to_owned(), value.bytes().map(|b| format!("\\x{b:02x}")).collect()),
         ("URL-encoded".to_owned(), value.bytes().map(|b| format!("%{b:02X}")).collect()),
+        ("base64 twice".to_owned(), STANDARD.encode(STANDARD.encode(value))),
+        ("base32".to_owned(), base32(value.as_bytes())),
+        ("base32 lower case, unpadded".to_owned(), base32(value.as_bytes()).trim_end_matches('=').to_lowercase()),
+        (
+            "hex bytes spaced, upper case".to_owned(),
+            value.bytes().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" "),
+        ),
+        ("0x bytes in a list".to_owned(), value.bytes().map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(", ")),
+        ("hex bytes with colons".to_owned(), value.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")),
+        ("HTML decimal references".to_owned(), value.bytes().map(|b| format!("&#{b};")).collect()),
+        ("HTML hex references".to_owned(), value.bytes().map(|b| format!("&#x{b:x}")).collect()),
+        ("JSON \\u escapes".to_owned(), value.bytes().map(|b| format!("\\u{b:04x}")).collect()),
+        ("quoted-printable soft break".to_owned(), format!("{}=\n{}", &value[..n / 2], &value[n / 2..])),
     ];
     let partly: String = value
         .chars()
@@ -163,6 +194,12 @@ fn data_that_looks_rewritten_is_not_refused() {
             "https://chat.example/share?text={}",
             prose.bytes().map(|b| format!("%{b:02X}")).collect::<String>()
         ));
+        texts.push(format!("<p>{}</p>", prose.bytes().map(|b| format!("&#{b};")).collect::<String>()));
+        texts.push(format!("{{\"msg\": \"{}\"}}", prose.bytes().map(|b| format!("\\u{b:04x}")).collect::<String>()));
+        texts.push(format!("bytes: {}", prose.bytes().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" ")));
+        texts.push(format!("attachment (base32): {}", base32(prose.as_bytes())));
+        texts.push(format!("b64: {}", STANDARD.encode(STANDARD.encode(prose))));
+        texts.push(format!("{}=\n{}", &prose[..30], &prose[30..]));
     }
     for text in &texts {
         for hops in [1, 2] {

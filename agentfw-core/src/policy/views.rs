@@ -21,7 +21,7 @@
 //! can cost is one more scan of the sets per view.
 
 use super::plain::plain;
-use crate::decode::{decode, decoded_view};
+use crate::decode::{decode, decoded_view, is_token_byte as is_token, looks_random};
 use crate::normalize::fold_keeping_case;
 
 /// A view of a text besides the text as sent.
@@ -64,19 +64,6 @@ impl View {
         };
         (view != text).then_some(view)
     }
-}
-
-/// The characters of a token: base64 and base64url letters, digits and the separators
-/// tokens use (`SG.…`, JWT segments). `=` is left out: it ends a name (`KEY=`).
-fn is_token(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+' | b'/' | b'.')
-}
-
-/// Looks like part of a random token rather than a word: holds a digit, or small letters
-/// and a capital that does not start it (`glrt-aucr-Uz`, not `Hello` or `FEATURE_FLAGS`).
-fn looks_random(part: &[u8]) -> bool {
-    part.iter().any(u8::is_ascii_digit)
-        || (part.iter().any(u8::is_ascii_lowercase) && part.iter().skip(1).any(u8::is_ascii_uppercase))
 }
 
 /// Shortest piece of a token before a line break that the break is removed after.
