@@ -471,6 +471,10 @@ pub struct StatusResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<RelayInfo>,
     pub team: Vec<AgentView>,
+    /// What about this machine weakens agentfw's guarantees, one sentence each with how to
+    /// fix it (for example, agents that can attach a debugger to each other).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// The relay link as `agentfw status` shows it.

@@ -418,3 +418,23 @@ fn edited_rules_are_reloaded_and_a_broken_edit_keeps_the_last_good_set() {
     let r = web.send("api (codex)", "bluebird again");
     assert!(r.error && r.text.contains("deny-codename"), "the last good rules stay in force: {}", r.text);
 }
+
+/// `agentfw status` says when any agent can attach a debugger to another agent's process
+/// (Yama's ptrace restriction off or missing), in its text and in its JSON, the same way.
+#[test]
+fn status_warns_when_agents_can_attach_a_debugger_to_each_other() {
+    let w = World::new();
+    let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
+    let open = scope.as_deref().is_none_or(|s| s.trim() == "0");
+    let json: Value = serde_json::from_str(&stdout(&w.agentfw(&["status", "--json"]))).unwrap();
+    let warnings = json["warnings"].as_array().cloned().unwrap_or_default();
+    let text = stdout(&w.agentfw(&["status"]));
+    if open {
+        assert_eq!(warnings.len(), 1, "{json}");
+        assert!(warnings[0].as_str().unwrap().contains("kernel.yama.ptrace_scope=1"), "{json}");
+        assert!(text.contains("warning: ") && text.contains("attach a debugger"), "{text}");
+    } else {
+        assert!(warnings.is_empty(), "{json}");
+        assert!(!text.contains("warning: "), "{text}");
+    }
+}

@@ -30,7 +30,7 @@ pub fn allow(args: &AllowArgs) -> ExitCode {
     };
     match client.allow(&args.a, &args.b) {
         Ok(done) => {
-            println!("{}", done.message);
+            outln!("{}", done.message);
             ExitCode::SUCCESS
         }
         Err(e) => daemon_error(&e),
@@ -45,7 +45,7 @@ pub fn quarantine(command: &Quarantine) -> ExitCode {
     };
     match client.quarantine_lift(agent) {
         Ok(done) => {
-            println!("{}", done.message);
+            outln!("{}", done.message);
             ExitCode::SUCCESS
         }
         Err(e) => daemon_error(&e),

@@ -124,7 +124,7 @@ fn evaluate(path: &Path, threshold_text: Option<&str>, mode: &str, json: bool) -
         }
     } else {
         for e in &all {
-            println!("{}", e.line(mode));
+            outln!("{}", e.line(mode));
         }
     }
     if refused && mode == Mode::Enforce { ExitCode::from(EXIT_REFUSED) } else { ExitCode::SUCCESS }
@@ -143,7 +143,7 @@ fn preview(path: &Path, threshold_text: &str, current: Option<&str>, json: bool)
     if json {
         return print_json(&preview);
     }
-    println!("{preview}");
+    outln!("{preview}");
     ExitCode::SUCCESS
 }
 
@@ -188,7 +188,7 @@ fn import(path: &Path, server: Option<&str>) -> ExitCode {
     };
     match client.admission_import(ratings, &source, notes) {
         Ok(done) => {
-            println!("{}", done.message);
+            outln!("{}", done.message);
             ExitCode::SUCCESS
         }
         Err(e) => daemon_error(&e),
@@ -202,7 +202,7 @@ fn set_mode(mode: Mode) -> ExitCode {
     };
     match client.admission_mode(mode) {
         Ok(done) => {
-            println!("{}", done.message);
+            outln!("{}", done.message);
             ExitCode::SUCCESS
         }
         Err(e) => daemon_error(&e),
@@ -220,7 +220,7 @@ fn except(component: &str, remove: bool) -> ExitCode {
     };
     match client.admission_except(component, remove) {
         Ok(done) => {
-            println!("{}", done.message);
+            outln!("{}", done.message);
             ExitCode::SUCCESS
         }
         Err(e) => daemon_error(&e),

@@ -45,7 +45,7 @@ pub fn run(args: &Args) -> ExitCode {
             count += 1;
             if args.json {
                 match serde_json::to_string(r) {
-                    Ok(line) => println!("{line}"),
+                    Ok(line) => outln!("{line}"),
                     Err(e) => return fail(e),
                 }
                 continue;
@@ -56,7 +56,7 @@ pub fn run(args: &Args) -> ExitCode {
                 _ => String::new(),
             };
             let unverified = if r.unverified.is_some() { "  [sender unverified]" } else { "" };
-            println!(
+            outln!(
                 "{}  {:<5} {:<10} {} -> {}  {} ({} bytes, {} hop{}){why}{unverified}",
                 time(r.at),
                 r.verdict,

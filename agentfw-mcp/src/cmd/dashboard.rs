@@ -42,10 +42,10 @@ pub fn run(args: &Args) -> ExitCode {
         return print_json(&result);
     }
     let Some(url) = &result.url else {
-        println!("{}", result.message);
+        outln!("{}", result.message);
         return ExitCode::SUCCESS;
     };
-    println!("{url}");
+    outln!("{url}");
     eprintln!(
         "{}: open the link above in a browser on this machine; it works once (run `agentfw dashboard` again for another).",
         result.message

@@ -221,7 +221,7 @@ pub fn run(args: &Args) -> ExitCode {
     runtime.shutdown_background();
     match outcome {
         Ok(()) => {
-            println!("\nThe temporary home, the three sessions and the daemon are gone.");
+            say("\nThe temporary home, the three sessions and the daemon are gone.");
             ExitCode::SUCCESS
         }
         Err(Failure::Story(why)) => {
@@ -471,8 +471,10 @@ impl Audit {
     }
 }
 
+/// One line of the story. A reader that stopped reading (`agentfw demo | head`) does not stop
+/// the demo, which still has its sessions and daemon to clean up: the rest goes unseen.
 fn say(line: impl AsRef<str>) {
-    println!("{}", line.as_ref());
+    let _ = writeln!(std::io::stdout(), "{}", line.as_ref());
 }
 
 /// The firewall's answer, indented under the step. A refusal says so itself (`refused: …`,

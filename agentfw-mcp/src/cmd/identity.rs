@@ -101,7 +101,7 @@ fn run_pin(harnesses: &[Harness]) -> ExitCode {
         if harnesses.is_empty() { all.iter() } else { harnesses.iter() }.map(|h| h.as_str()).collect();
     match pin(&state, &kinds) {
         Ok(lines) => {
-            lines.iter().for_each(|l| println!("{l}"));
+            lines.iter().for_each(|l| outln!("{l}"));
             ExitCode::SUCCESS
         }
         Err(e) => fail(e),
@@ -141,36 +141,36 @@ pub fn run(args: &Args) -> ExitCode {
                 }
                 return print_json(&value);
             }
-            println!("{} is {}", pid, identity.label);
+            outln!("{} is {}", pid, identity.label);
             for outer in &identity.within {
-                println!(
+                outln!(
                     "  inside: {} (pid {}, {})",
                     outer.label,
                     outer.pid,
                     if outer.verified { "verified" } else { "unverified" }
                 );
             }
-            println!(
+            outln!(
                 "  agent: {} (pid {}, started {})",
                 identity.agent,
                 identity.pid,
                 time(identity.started_at.as_millis())
             );
-            println!("  id: {}", identity.agent_id());
-            println!("  exe: {}", identity.exe.as_deref().unwrap_or("unknown"));
+            outln!("  id: {}", identity.agent_id());
+            outln!("  exe: {}", identity.exe.as_deref().unwrap_or("unknown"));
             if let Some(script) = &identity.script {
-                println!("  script: {script}");
+                outln!("  script: {script}");
             }
-            println!("  project: {}", identity.project);
+            outln!("  project: {}", identity.project);
             match &identity.unverified {
-                None => println!("  verified: yes"),
-                Some(why) => println!("  verified: no: {why}"),
+                None => outln!("  verified: yes"),
+                Some(why) => outln!("  verified: no: {why}"),
             }
             if let Some(s) = &identity.session {
-                println!("  session: {} (from {})", s.id, s.source);
+                outln!("  session: {} (from {})", s.id, s.source);
             }
             let chain: Vec<String> = identity.chain.iter().map(|s| format!("{} ({})", s.name, s.pid)).collect();
-            println!("  chain: {}", chain.join(" <- "));
+            outln!("  chain: {}", chain.join(" <- "));
             ExitCode::SUCCESS
         }
         Err(CollectError::Unsupported) => fail(CollectError::Unsupported),
@@ -178,7 +178,7 @@ pub fn run(args: &Args) -> ExitCode {
             if args.json {
                 let _ = print_json(&serde_json::json!({"agent": null, "pid": pid, "error": e.to_string()}));
             } else {
-                println!("process {pid} is no known agent session: {e}");
+                outln!("process {pid} is no known agent session: {e}");
             }
             ExitCode::from(EXIT_REFUSED)
         }

@@ -125,11 +125,11 @@ fn apply<'p>(plan: &'p Plan, backups: &Backups) -> (Vec<&'p FilePlan>, Option<St
             match &file.after {
                 Some(text) => {
                     files::write_atomic(&file.path, text, None)?;
-                    println!("wrote {}{line}", file.path.display());
+                    outln!("wrote {}{line}", file.path.display());
                 }
                 None => {
                     files::remove(&file.path)?;
-                    println!("removed {}{line}", file.path.display());
+                    outln!("removed {}{line}", file.path.display());
                 }
             }
             Ok::<(), String>(())
@@ -147,7 +147,7 @@ fn confirm(question: &str) -> bool {
     if !std::io::stdin().is_terminal() {
         return false;
     }
-    print!("{question} [y/N] ");
+    out!("{question} [y/N] ");
     let _ = std::io::stdout().flush();
     let mut answer = String::new();
     if std::io::stdin().lock().read_line(&mut answer).is_err() {
@@ -176,26 +176,26 @@ fn run_install(args: &InstallArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let target = what(args.harness, args.scope);
     if plan.is_noop() {
-        println!("agentfw is already installed for {target}: nothing to change.");
+        outln!("agentfw is already installed for {target}: nothing to change.");
         if !args.dry_run {
             report_pins(args.harness);
         }
         return Ok(ExitCode::SUCCESS);
     }
-    print!("{}", plan.diff());
+    out!("{}", plan.diff());
     let customised: Vec<&str> = plan.customised().collect();
     if !customised.is_empty() {
-        println!("\nThis replaces settings you customised:");
+        outln!("\nThis replaces settings you customised:");
         for c in &customised {
-            println!("  - {c}");
+            outln!("  - {c}");
         }
     }
     if args.dry_run {
-        println!("\ndry run: nothing was changed.");
+        outln!("\ndry run: nothing was changed.");
         return Ok(ExitCode::SUCCESS);
     }
     if !customised.is_empty() && !args.yes && !confirm("\nReplace them?") {
-        println!(
+        outln!(
             "\nnothing was changed: run `agentfw install {} --scope {} --yes` to replace them, or change them by hand.",
             args.harness,
             args.scope.as_str()
@@ -204,7 +204,7 @@ fn run_install(args: &InstallArgs) -> Result<ExitCode, String> {
     }
     files::owner_only_dir(&state)?;
     let backups = Backups::new(&state);
-    println!();
+    outln!();
     let (done, error) = apply(&plan, &backups);
     let record = receipt_path(&state, args.harness, args.scope, &ctx.project);
     let mut receipt = read_receipt(&record)?.unwrap_or_else(|| Receipt::new(args.harness, args.scope));
@@ -214,9 +214,9 @@ fn run_install(args: &InstallArgs) -> Result<ExitCode, String> {
     if let Some(e) = error {
         return Err(format!("{e}; the files above were written, `agentfw uninstall {}` undoes them", args.harness));
     }
-    println!("\ninstalled agentfw for {target}.");
+    outln!("\ninstalled agentfw for {target}.");
     for note in &plan.notes {
-        println!("  - {note}");
+        outln!("  - {note}");
     }
     report_pins(args.harness);
     Ok(ExitCode::SUCCESS)
@@ -227,11 +227,11 @@ fn run_install(args: &InstallArgs) -> Result<ExitCode, String> {
 fn report_pins(harness: Harness) {
     let home = match agentfw_mcp::home::Home::resolve(None) {
         Ok(home) => home,
-        Err(e) => return println!("  - the harness's digests were not pinned: {e}"),
+        Err(e) => return outln!("  - the harness's digests were not pinned: {e}"),
     };
     match super::identity::pin(&home.dir, &[harness.as_str()]) {
-        Ok(lines) => lines.iter().for_each(|l| println!("  - {l}")),
-        Err(e) => println!("  - the harness's digests were not pinned: {e}"),
+        Ok(lines) => lines.iter().for_each(|l| outln!("  - {l}")),
+        Err(e) => outln!("  - the harness's digests were not pinned: {e}"),
     }
 }
 
@@ -253,15 +253,15 @@ fn run_uninstall(args: &UninstallArgs) -> Result<ExitCode, String> {
     let target = what(args.harness, args.scope);
     let record = receipt_path(&state, args.harness, args.scope, &ctx.project);
     let Some(receipt) = read_receipt(&record)? else {
-        println!("agentfw has no record of installing into {target}: nothing to change.");
+        outln!("agentfw has no record of installing into {target}: nothing to change.");
         return Ok(ExitCode::SUCCESS);
     };
     let contents = read_all(receipt.files.iter().map(|f| f.path.clone()))?;
     let plan = install::plan_uninstall(args.harness, &receipt, |p| contents.get(p).cloned().flatten())
         .map_err(|e| e.to_string())?;
-    print!("{}", plan.diff());
+    out!("{}", plan.diff());
     if args.dry_run {
-        println!("\ndry run: nothing was changed.");
+        outln!("\ndry run: nothing was changed.");
         return Ok(ExitCode::SUCCESS);
     }
     files::owner_only_dir(&state)?;
@@ -270,9 +270,9 @@ fn run_uninstall(args: &UninstallArgs) -> Result<ExitCode, String> {
         return Err(format!("{e}; run `agentfw uninstall {}` again once it is fixed", args.harness));
     }
     files::remove(&record)?;
-    println!("\nremoved agentfw from {target}.");
+    outln!("\nremoved agentfw from {target}.");
     for note in &plan.notes {
-        println!("  - {note}");
+        outln!("  - {note}");
     }
     Ok(ExitCode::SUCCESS)
 }

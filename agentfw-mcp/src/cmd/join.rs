@@ -116,7 +116,7 @@ fn join(args: &Args) -> Result<ExitCode, Outcome> {
     }
     doc.insert("relay", toml_edit::Item::Table(section));
     write_private(&config_path, doc.to_string().as_bytes()).map_err(Failed)?;
-    println!("joined the relay at {url} as device {} ({name})", enrolled.device);
+    outln!("joined the relay at {url} as device {} ({name})", enrolled.device);
     if home.daemon_pid().is_some() && home.socket.exists() {
         eprintln!(
             "the running daemon connects to the relay when it starts again: `agentfw daemon --stop` (the next agent session starts it)"

@@ -102,13 +102,13 @@ fn new(args: &HomeArgs) -> Result<ExitCode, String> {
     store.save(&keys)?;
     eprintln!("created the keys of device {} in `{}` (keep this file private)", keys.device(), path.display());
     eprintln!("share this line with your peers (`agentfw keys show` prints it again):");
-    println!("{}", keys.public().to_line());
+    outln!("{}", keys.public().to_line());
     Ok(ExitCode::SUCCESS)
 }
 
 fn show(args: &HomeArgs) -> Result<ExitCode, String> {
     let keys = store(args)?.load()?;
-    println!("{}", keys.public().to_line());
+    outln!("{}", keys.public().to_line());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -180,8 +180,8 @@ fn rotate(args: &HomeArgs) -> Result<ExitCode, String> {
          cannot open what this device seals, and once they do, the old keys no longer verify.{}",
         if relay.is_some() { " Devices on the relay learn it from the relay." } else { "" }
     );
-    println!("{}", rotation.to_line());
-    println!("{}", next.public().to_line());
+    outln!("{}", rotation.to_line());
+    outln!("{}", next.public().to_line());
     Ok(ExitCode::SUCCESS)
 }
 

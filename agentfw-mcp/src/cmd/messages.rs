@@ -38,7 +38,7 @@ pub fn send(args: &SendArgs) -> ExitCode {
     match client.send(&args.to, &args.text, args.reply_to.as_deref(), Some(&key)) {
         Ok(sent) if args.json => print_json(&sent),
         Ok(sent) => {
-            println!("sent to {} as {}: message {} (thread {})", sent.to, sent.from, sent.id, sent.thread);
+            outln!("sent to {} as {}: message {} (thread {})", sent.to, sent.from, sent.id, sent.thread);
             for w in &sent.warnings {
                 eprintln!("warning: {w}");
             }
@@ -57,7 +57,7 @@ pub fn inbox(args: &InboxArgs) -> ExitCode {
     match client.inbox(Some(&batch)) {
         Ok(result) if args.json => print_json(&result),
         Ok(result) => {
-            println!("{}", render::inbox(&result));
+            outln!("{}", render::inbox(&result));
             ExitCode::SUCCESS
         }
         Err(e) => daemon_error(&e),

@@ -1,5 +1,23 @@
 //! One module per command group.
 
+/// `println!` for a command's output, through [`write_out`]: a reader that stops reading
+/// (`agentfw audit | head -3`) ends the command quietly instead of with a panic.
+macro_rules! outln {
+    () => {
+        $crate::cmd::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::cmd::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for a command's output, through [`write_out`].
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_out(format_args!($($arg)*))
+    };
+}
+
 pub mod admin;
 pub mod admission;
 pub mod audit;
@@ -20,6 +38,7 @@ pub mod trust;
 mod files;
 pub(crate) use agentfw_mcp::load;
 
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use agentfw_mcp::client::{Client, ClientError};
@@ -35,6 +54,27 @@ pub const EXIT_REFUSED: u8 = 1;
 pub fn fail(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("error: {message}");
     ExitCode::from(EXIT_ERROR)
+}
+
+/// Exit status when the reader of the output went away (a pipe into `head` closed early):
+/// 128 + SIGPIPE, what a shell reports for a filter the signal ended. Never 0, since the
+/// status of `scan` is its verdict: a refusal must not read as "allow" because nobody read it.
+pub const EXIT_PIPE_CLOSED: i32 = 141;
+
+/// Writes a command's output to stdout. When the reader has gone the command ends at once and
+/// quietly ([`EXIT_PIPE_CLOSED`]); any other failure to write is an error exit. `println!`
+/// would panic on both. SIGPIPE itself stays ignored (the standard library's default): the
+/// daemon and the clients write to sockets a peer may close, where an error beats a silent
+/// death.
+pub fn write_out(args: std::fmt::Arguments) {
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(EXIT_PIPE_CLOSED);
+        }
+        eprintln!("error: cannot write the output: {e}");
+        std::process::exit(i32::from(EXIT_ERROR));
+    }
 }
 
 /// The wall clock, for the `now` rules see. The core never reads it itself.
@@ -81,7 +121,7 @@ pub fn daemon_error(e: &ClientError) -> ExitCode {
 pub fn print_json(value: &impl serde::Serialize) -> ExitCode {
     match serde_json::to_string(value) {
         Ok(s) => {
-            println!("{s}");
+            outln!("{s}");
             ExitCode::SUCCESS
         }
         Err(e) => fail(e),

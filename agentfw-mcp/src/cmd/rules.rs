@@ -95,7 +95,7 @@ fn import(format: ImportFormat, path: &std::path::Path, output: Option<&std::pat
             Err(e) => return fail(format!("cannot write `{}`: {e}", out.display())),
         },
         None => {
-            print!("{}", conversion.yaml);
+            out!("{}", conversion.yaml);
             "stdout".to_owned()
         }
     };
@@ -129,7 +129,7 @@ fn check(paths: &[PathBuf]) -> ExitCode {
             ExitCode::FAILURE
         }
         Ok(set) => {
-            println!(
+            outln!(
                 "ok: {} rules in {rule_files} rule files, {} pattern sets ({pattern_files} from these paths)",
                 set.rules().count(),
                 set.patterns().names().count()
@@ -181,10 +181,10 @@ fn test(paths: &[PathBuf], rules: Option<&std::path::Path>) -> ExitCode {
                 Some(rule) => format!("deny by `{rule}`"),
                 None => "allow".to_owned(),
             };
-            println!("FAIL {}:{} {}: want {want}, got {got}", result.case.file, result.case.line, result.case.note);
+            outln!("FAIL {}:{} {}: want {want}, got {got}", result.case.file, result.case.line, result.case.note);
         }
     }
-    println!("{passed} passed, {failed} failed");
+    outln!("{passed} passed, {failed} failed");
     if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
@@ -196,15 +196,15 @@ fn list(rules: Option<&std::path::Path>, json: bool) -> ExitCode {
     for rule in set.rules() {
         if json {
             match serde_json::to_string(rule) {
-                Ok(line) => println!("{line}"),
+                Ok(line) => outln!("{line}"),
                 Err(e) => return fail(e),
             }
             continue;
         }
         let on: Vec<&str> = rule.on.iter().map(|s| s.event()).collect();
-        println!("{}  {}  on {}  ({}:{})", rule.id, rule.verdict.as_str(), on.join(", "), rule.file, rule.line);
-        println!("    when: {}", rule.when.trim().replace('\n', "\n          "));
-        println!("    reason: {}", rule.reason);
+        outln!("{}  {}  on {}  ({}:{})", rule.id, rule.verdict.as_str(), on.join(", "), rule.file, rule.line);
+        outln!("    when: {}", rule.when.trim().replace('\n', "\n          "));
+        outln!("    reason: {}", rule.reason);
     }
     ExitCode::SUCCESS
 }

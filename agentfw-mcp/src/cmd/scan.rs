@@ -63,8 +63,8 @@ fn plain(scanner: &Scanner, stage: Stage, hops: u32, explain: bool) -> ExitCode 
     };
     let explanation = scanner.explain(&text, stage, hops, now());
     match &explanation.verdict {
-        RuleVerdict::Allow => println!("allow"),
-        RuleVerdict::Deny { rule, reason } => println!("deny {rule}: {reason}"),
+        RuleVerdict::Allow => outln!("allow"),
+        RuleVerdict::Deny { rule, reason } => outln!("deny {rule}: {reason}"),
     }
     if explain {
         for outcome in &explanation.outcomes {
@@ -73,7 +73,7 @@ fn plain(scanner: &Scanner, stage: Stage, hops: u32, explain: bool) -> ExitCode 
                 agentfw_core::policy::Outcome::NotMatched => "no match".to_owned(),
                 agentfw_core::policy::Outcome::Failed(why) => format!("failed: {why}"),
             };
-            println!("  {} ({}): {result}", outcome.rule, outcome.verdict.as_str());
+            outln!("  {} ({}): {result}", outcome.rule, outcome.verdict.as_str());
         }
     }
     ExitCode::from(u8::from(explanation.verdict.is_deny()))

@@ -49,22 +49,22 @@ fn edit(who: &str, block: bool) -> ExitCode {
                 return fail(e);
             }
             if block {
-                println!("blocked `{who}`: its messages are refused on this machine ({})", path.display());
+                outln!("blocked `{who}`: its messages are refused on this machine ({})", path.display());
                 if text.is_none() {
-                    println!(
+                    outln!(
                         "note: this created the trust file with its defaults: agents not listed under `teammates:` are refused too (`unknown_teammates: {{policy: reject}}`); write `policy: allow` there to let them through"
                     );
                 }
             } else {
-                println!("unblocked `{who}` ({})", path.display());
+                outln!("unblocked `{who}` ({})", path.display());
             }
             ExitCode::SUCCESS
         }
         Ok(None) => {
             if block {
-                println!("`{who}` is already blocked ({})", path.display());
+                outln!("`{who}` is already blocked ({})", path.display());
             } else {
-                println!("`{who}` is not blocked ({})", path.display());
+                outln!("`{who}` is not blocked ({})", path.display());
             }
             ExitCode::SUCCESS
         }

@@ -128,6 +128,7 @@ impl Engine {
             rules: self.rules_info.clone(),
             relay: self.relay_info(now)?,
             team,
+            warnings: machine_warnings(),
         };
         Ok(serde_json::to_value(result)?)
     }
@@ -143,4 +144,17 @@ pub(super) fn mode_name(mode: Mode) -> &'static str {
         Mode::Report => "report",
         Mode::Enforce => "enforce",
     }
+}
+
+/// What about this machine weakens the guarantees `agentfw status` describes.
+fn machine_warnings() -> Vec<String> {
+    crate::procfs::ptrace_open()
+        .map(|why| {
+            format!(
+                "{why}, so an agent can attach a debugger to another agent's process and send as it \
+                 (`gdb -p`); run `sudo sysctl kernel.yama.ptrace_scope=1` (and set it in /etc/sysctl.d) to stop that"
+            )
+        })
+        .into_iter()
+        .collect()
 }
