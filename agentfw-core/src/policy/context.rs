@@ -18,6 +18,8 @@ use crate::message::Agent;
 
 use super::MessageView;
 use super::patterns::Hits;
+use super::rot13::rot13;
+use super::views::View;
 
 /// The fields a rule can read, as (name, what it is). The validator checks rules against
 /// this table at load, so a typo is an error before the first message, not at it.
@@ -80,7 +82,7 @@ impl Memo {
     }
 
     fn injection(&self, body: &str) -> Option<f64> {
-        *self.injection.get_or_init(|| crate::signals::injection(body).ok())
+        *self.injection.get_or_init(|| injection(body))
     }
 
     /// Which text `text` is: 0 for the body, 1 for the folded text.
@@ -92,6 +94,18 @@ impl Memo {
     pub(crate) fn hits(&self, subject: usize, scan: impl FnOnce() -> Hits) -> Option<&Hits> {
         Some(self.hits.get(subject)?.get_or_init(scan))
     }
+}
+
+/// `message.signals.injection`: the highest score of the text as sent and of the views of
+/// it a reader, or the next agent, reads at no cost: markup looked past and words read as
+/// words ([`View::Plain`]), encoded stretches decoded ([`View::Decoded`]), and rot13 when
+/// the text names it ([`rot13`]). Each view is built once, only when it differs from the
+/// text, so text with nothing to look past is scored once; the worst costs four scores.
+fn injection(body: &str) -> Option<f64> {
+    let model = crate::signals::injection_model().ok()?;
+    let views = [View::Plain.of(body), View::Decoded.of(body), rot13(body)];
+    let seen = core::iter::once(body).chain(views.iter().flatten().map(String::as_str));
+    Some(seen.map(|text| model.score(text)).fold(0.0, f64::max))
 }
 
 impl Val for Memo {

@@ -41,6 +41,7 @@ pub mod pack;
 pub mod patterns;
 mod plain;
 mod reload;
+mod rot13;
 pub mod rule;
 mod scan;
 mod search;
