@@ -30,7 +30,7 @@ use std::sync::mpsc;
 use agentfw_core::identity::{Placement, Resolver};
 use agentfw_core::time::Timestamp;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{Notify, Semaphore, oneshot};
 
@@ -85,9 +85,8 @@ enum Work {
     Dashboard(dashboard::Query),
 }
 
-/// The read buffer each connection keeps for its life. A request longer than this is
-/// gathered piece by piece into its own line (up to [`proto::MAX_REQUEST_BYTES`]), which is
-/// freed once answered; so the buffer stays small: at 64 KiB, 50 idle sessions held 3 MiB.
+/// How much is read from a connection at a time, into the line being gathered (up to
+/// [`proto::MAX_REQUEST_BYTES`]); nothing is held between requests (see [`Lines`]).
 const READ_BUFFER: usize = 8 * 1024;
 
 /// Most requests answered by one sync of the database.
@@ -389,9 +388,9 @@ async fn connection(
         .await
         .map_err(|e| io::Error::other(e.to_string()))?;
     let caller = Arc::new(caller);
-    let mut reader = BufReader::with_capacity(READ_BUFFER, read);
+    let mut lines = Lines { read, pending: Vec::new() };
     loop {
-        let line = match read_line(&mut reader, proto::MAX_REQUEST_BYTES).await {
+        let line = match lines.next(proto::MAX_REQUEST_BYTES).await {
             Ok(Some(line)) => line,
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {
@@ -440,27 +439,48 @@ async fn send(write: &mut (impl AsyncWriteExt + Unpin), response: &Response) -> 
     write.write_all(&line).await
 }
 
-/// One line of at most `limit` bytes, without its newline; `None` at end of input.
-async fn read_line(
-    reader: &mut BufReader<tokio::net::unix::OwnedReadHalf>,
-    limit: usize,
-) -> io::Result<Option<Vec<u8>>> {
-    let mut line = Vec::new();
-    loop {
-        let available = reader.fill_buf().await?;
-        if available.is_empty() {
-            return Ok(if line.is_empty() { None } else { Some(line) });
-        }
-        let newline = available.iter().position(|b| *b == b'\n');
-        let take = newline.map_or(available.len(), |i| i + 1);
-        if line.len() + take > limit.saturating_add(1) {
-            return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
-        }
-        line.extend_from_slice(available.get(..take).unwrap_or_default());
-        reader.consume(take);
-        if newline.is_some() {
-            line.pop();
-            return Ok(Some(line));
+/// A connection's requests, one line each. Between requests nothing is held: a buffer is
+/// reserved only once bytes are ready to read, and what is left past a line is kept in a
+/// vector of its own size. With a read buffer for each connection for its whole life, 50
+/// idle sessions held 400 KiB of the daemon for nothing.
+struct Lines {
+    read: tokio::net::unix::OwnedReadHalf,
+    /// Bytes read past the last line returned; no allocation when there are none.
+    pending: Vec<u8>,
+}
+
+impl Lines {
+    /// The next line without its newline; the rest of the bytes if the peer closed without
+    /// one; `None` at the end. A line over `limit` bytes is an `InvalidData` error.
+    async fn next(&mut self, limit: usize) -> io::Result<Option<Vec<u8>>> {
+        let mut searched = 0;
+        loop {
+            let newline = self.pending.get(searched..).and_then(|new| new.iter().position(|b| *b == b'\n'));
+            if let Some(at) = newline.map(|i| searched + i) {
+                if at > limit {
+                    return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+                }
+                let rest = self.pending.split_off(at + 1);
+                let mut line = std::mem::replace(&mut self.pending, rest);
+                line.pop();
+                return Ok(Some(line));
+            }
+            if self.pending.len() > limit {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long"));
+            }
+            searched = self.pending.len();
+            self.read.readable().await?;
+            self.pending.reserve(READ_BUFFER);
+            match self.read.try_read_buf(&mut self.pending) {
+                Ok(0) => return Ok((!self.pending.is_empty()).then(|| std::mem::take(&mut self.pending))),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return Err(e),
+            }
+            if self.pending.is_empty() {
+                // Woken for nothing: hold no buffer while waiting again.
+                self.pending = Vec::new();
+            }
         }
     }
 }
