@@ -41,8 +41,8 @@
 //!   larger part: several MiB of automata and literal tables), SQLite's page cache (at
 //!   most 512 KiB, `store.rs`), the runtime's threads (2 workers, the engine, the wake-up
 //!   thread; stacks are touched only as deep as used).
-//! - **Per session, ~26 KiB**: its connection task and 8 KiB read buffer, the caller's
-//!   identity and environment, the session and its firewall bookkeeping.
+//! - **Per session, ~24 KiB**: its connection task (no read buffer between requests), the
+//!   caller's identity and environment, the session and its firewall bookkeeping.
 //! - **Under load, growing with what the firewall remembers**: after 7,200 messages to one
 //!   recipient the firewall's state (the provenance ledger's entries and spans, the limits'
 //!   tracked messages and threads: the core's, kept within its own limits) is 6.2 MB as
