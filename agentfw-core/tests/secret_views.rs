@@ -64,6 +64,11 @@ fn look_alikes(value: &str) -> String {
     value.chars().map(|c| table.iter().chain(&table2).find(|(l, _)| *l == c).map_or(c, |(_, r)| *r)).collect()
 }
 
+/// `value` cut into pieces of `size` characters.
+fn pieces(value: &str, size: usize) -> Vec<&str> {
+    value.as_bytes().chunks(size).map(|c| std::str::from_utf8(c).unwrap()).collect()
+}
+
 /// RFC 4648 base32, padded.
 fn base32(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
@@ -113,6 +118,38 @@ fn rewrites(value: &str) -> Vec<(String, String)> {
         ("HTML hex references".to_owned(), value.bytes().map(|b| format!("&#x{b:x}")).collect()),
         ("JSON \\u escapes".to_owned(), value.bytes().map(|b| format!("\\u{b:04x}")).collect()),
         ("quoted-printable soft break".to_owned(), format!("{}=\n{}", &value[..n / 2], &value[n / 2..])),
+        (
+            "string literals concatenated".to_owned(),
+            format!("\"{}\"", pieces(value, 8).join("\" + \"")).replace('"', "'"),
+        ),
+        ("implicit concatenation".to_owned(), format!("(\"{}\")", pieces(value, 9).join("\" \""))),
+        ("JSON array of chunks".to_owned(), format!("[\"{}\"]", pieces(value, 8).join("\", \""))),
+        ("JavaScript join".to_owned(), format!("[\"{}\"].join(\"\")", pieces(value, 7).join("\",\""))),
+        ("comma list".to_owned(), pieces(value, 6).join(", ")),
+        (
+            "table cells".to_owned(),
+            format!("| part | value |\n|---|---|\n| {} |", pieces(value, n / 2 + 1).join(" | ")),
+        ),
+        (
+            "labelled lines".to_owned(),
+            pieces(value, n / 3 + 1)
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("part {}: {p}", i + 1))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        ("code spans".to_owned(), format!("`{}`", pieces(value, n / 2 + 1).join("``"))),
+        ("blank line".to_owned(), format!("{}\n\n{}", &value[..n / 2], &value[n / 2..])),
+        ("line continuation".to_owned(), format!("{}\\\n{}", &value[..n / 2], &value[n / 2..])),
+        ("dash every 4".to_owned(), spaced(value, 4, "-")),
+        ("dot every 5".to_owned(), spaced(value, 5, ".")),
+        ("spaced every character".to_owned(), spaced(value, 1, " ")),
+        ("spaced every 10".to_owned(), spaced(value, 10, " ")),
+        ("prefix set apart".to_owned(), {
+            let cut = value.find(['_', '-']).map_or(4, |i| i + 1);
+            format!("{} {}", &value[..cut], &value[cut..])
+        }),
     ];
     let partly: String = value
         .chars()
@@ -182,6 +219,12 @@ fn data_that_looks_rewritten_is_not_refused() {
         "Привет, посмотри PR 1234 и логи сборки, там ошибка в тесте".to_owned(),
         "variable naming: myVariableName2\nanotherValueHere3 are fine".to_owned(),
         "commit 9fceb02d0ae598e95dc970b74767f19372d61af8\nAuthor: Dev <dev@example.org>\n\n    Fix tests".to_owned(),
+        "hashes: [\"3b9c358f36f0d3a5a5d0e6a2c7a1d1f4\", \"9fceb02d0ae598e95dc970b74767f193\", \"a716446655440000a716446655440000\"]".to_owned(),
+        "| id | sha |\n|---|---|\n| 550e8400-e29b-41d4-a716-446655440000 | 9fceb02d0ae598e95dc970b74767f19372d61af8 |".to_owned(),
+        "step 1: run the tests\nstep 2: push to main\nstep 3: tag v1.2.3".to_owned(),
+        "call(\"Alpha\" + \"Beta\" + \"Gamma\" + \"Delta\", 2024-01-15, 10.20.30.40, ab-cd-ef-12)".to_owned(),
+        "versions: 1.2.3, 4.5.6, 7.8.9, 10.11.12, 13.14.15; hosts www.api.dev.example.com".to_owned(),
+        "card 4111-1111-1111-1111 was declined; ref ABCD-EFGH-IJKL-MNOP".to_owned(),
     ];
     for prose in [
         "The release notes are attached; please review them before Friday.",

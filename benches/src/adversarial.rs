@@ -56,6 +56,8 @@ pub const KINDS: &[(&str, Kind)] = &[
     ("one_char", one_char),
     ("nested_brackets", nested_brackets),
     ("unclosed_markup", unclosed_markup),
+    ("string_pieces", string_pieces),
+    ("escapes", escapes),
 ];
 
 /// Cuts `text` to at most `bytes`, on a character boundary.
@@ -266,4 +268,28 @@ pub fn nested_brackets(_rng: &mut Rng, bytes: usize) -> String {
 /// plain view look ahead for its end.
 pub fn unclosed_markup(_rng: &mut Rng, bytes: usize) -> String {
     cut("[](a'b\"c`d".repeat(bytes / 10 + 1), bytes)
+}
+
+/// Tiny string literals glued every way the joined view puts back together (`"a1" + "b2"`,
+/// `["c3", "d4"]`, `e5, f6`, `| g7 | h8 |`, `part 1: i9`, `j0-k1-l2`), one long chain.
+pub fn string_pieces(rng: &mut Rng, bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 64);
+    let glue = ["\" + \"", "\", \"", ", ", " | ", "\npart 1: ", "``", "-", "\\\n", "\n\n"];
+    while out.len() < bytes {
+        out.push_str(&rng.chars(ALNUM, 2));
+        out.push_str(glue.get(rng.below(glue.len())).copied().unwrap_or_default());
+    }
+    cut(out, bytes)
+}
+
+/// Escapes of every kind the decoder reads, mixed and mostly broken (`&#1`, `\u{`, `0x6`,
+/// `67 68`, `=\n`), so every decoding starts and few finish.
+pub fn escapes(rng: &mut Rng, bytes: usize) -> String {
+    let mut out = String::with_capacity(bytes + 64);
+    let parts =
+        ["&#103;", "&#x6", "&amp", "\\u0067", "\\u{6", "\\x6", "0x67,", "67 ", "6G ", "=\n", "Ab1x=\n", "&lowbar;"];
+    while out.len() < bytes {
+        out.push_str(parts.get(rng.below(parts.len())).copied().unwrap_or_default());
+    }
+    cut(out, bytes)
 }

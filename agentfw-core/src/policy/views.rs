@@ -8,10 +8,13 @@
 //!
 //! - [`View::Folded`]: NFKC, look-alikes, invisibles, with case kept
 //!   ([`fold_keeping_case`]); built only for text that is not all ASCII.
-//! - [`View::Joined`]: whitespace removed inside candidate runs ([`joined`]); built only
-//!   when the text has one.
-//! - [`View::Decoded`]: base64, hex and URL-encoded stretches decoded one level
-//!   ([`decode`]); built only when a stretch decodes to text.
+//! - [`View::Joined`]: whitespace removed inside candidate runs, and the syntax that
+//!   spreads a token's pieces (concatenated literals, lists of chunks, table cells, code
+//!   spans, labelled lines, separators every few characters, a prefix set apart) dropped
+//!   ([`joined`], [`pieces`]); built only when the text has one.
+//! - [`View::Decoded`]: base64, base32, hex, URL escapes, HTML references, `\u` escapes
+//!   and quoted-printable soft breaks decoded, base64 of base64 twice ([`decode`]); built
+//!   only when a stretch decodes to text.
 //! - [`View::Plain`]: markup and shell quoting looked past ([`plain`]); built only when the
 //!   text has some.
 //!
@@ -19,6 +22,8 @@
 //! the folded text rules read already does), built once per message and only for a set
 //! that asks, and scanned with the same literal prefilter as the text: the worst a text
 //! can cost is one more scan of the sets per view.
+
+mod pieces;
 
 use super::plain::plain;
 use crate::decode::{decode, decoded_view, is_token_byte as is_token, looks_random};
@@ -68,8 +73,8 @@ impl View {
 
 /// Shortest piece of a token before a line break that the break is removed after.
 const MIN_LINE_PIECE: usize = 4;
-/// Groups of a spaced token are 2 to this many characters long.
-const MAX_GROUP: usize = 8;
+/// Groups of a spaced token are 1 to this many characters long.
+const MAX_GROUP: usize = 12;
 /// Fewest groups of the same length that make a spaced token.
 const MIN_GROUPS: usize = 3;
 /// Shortest joined token: what is shorter is no secret worth the work.
@@ -80,14 +85,17 @@ const MIN_JOINED: usize = 16;
 /// - a token split over two lines: a line that ends with at least [`MIN_LINE_PIECE`] token
 ///   characters that look random, followed by one line break (and indentation) and more
 ///   token characters that look random or end their line;
-/// - a token spaced every few characters: at least [`MIN_GROUPS`] groups of 2 to
-///   [`MAX_GROUP`] token characters, all of the same length but the last (which may be
+/// - a token spaced every few characters: at least [`MIN_GROUPS`] groups (or two long
+///   ones that both look random) of 1 to [`MAX_GROUP`] token characters, all of the same length but the last (which may be
 ///   shorter), separated by spaces or tabs, looking random together. The first group may
 ///   follow a name or a quote (`KEY=ghp_ AbC1 …`, `"sk-p roj- …`), the last may be followed
 ///   by a quote or a comma.
 ///
+/// - pieces spread by syntax, and separators or spaces put into a token ([`pieces`]).
+///
 /// Everything else, prose included, is left as it is, so a run of words is not made one.
-/// Linear: each chunk between whitespace is looked at a bounded number of times.
+/// Linear: each chunk between whitespace is looked at a bounded number of times, and the
+/// view is the text less the bytes marked to drop, so never longer than it.
 pub(crate) fn joined(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let chunks = chunks(bytes);
@@ -128,7 +136,7 @@ pub(crate) fn joined(text: &str) -> Option<String> {
         // A spaced run starts at chunk `i` with a group of length `len`: all of the chunk,
         // or its end after something that is not a token character.
         let len = token_tail(chunk(i)).len();
-        if !(2..=MAX_GROUP).contains(&len) {
+        if !(1..=MAX_GROUP).contains(&len) {
             i += 1;
             continue;
         }
@@ -140,10 +148,13 @@ pub(crate) fn joined(text: &str) -> Option<String> {
         // The last group may be shorter, and be followed by a quote or a comma.
         let last = (j < chunks.len() && breaks(gap(j)) == 0)
             .then(|| token_head(chunk(j)).len())
-            .filter(|&l| (1..=len).contains(&l) && j > i + 1);
-        let groups = j - i;
-        let total = groups * len + last.unwrap_or(0);
-        if groups >= MIN_GROUPS && total >= MIN_JOINED && (i..j).any(|k| looks_random(chunk(k))) {
+            .filter(|&l| (1..=len).contains(&l) && (j > i + 1 || l == len));
+        let groups = j - i + usize::from(last.is_some());
+        let total = (j - i) * len + last.unwrap_or(0);
+        // Two long groups are enough when both look random (`AKIAZ7Q3X9 M2K4W8R6T1`).
+        let second = if j > i + 1 { chunk(i + 1) } else { token_head(chunk(j)) };
+        let pair = groups == 2 && len >= 8 && looks_random(token_tail(chunk(i))) && looks_random(second);
+        if (groups >= MIN_GROUPS || pair) && total >= MIN_JOINED && (i..j).any(|k| looks_random(chunk(k))) {
             for flag in join.get_mut(i + 1..j).into_iter().flatten() {
                 *flag = true;
             }
@@ -156,18 +167,22 @@ pub(crate) fn joined(text: &str) -> Option<String> {
         }
         i = j.max(i + 1);
     }
+    let mut drop = vec![false; bytes.len()];
+    for (i, _) in join.iter().enumerate().filter(|(_, j)| **j) {
+        if let (Some(a), Some(b)) = (chunks.get(i.wrapping_sub(1)), chunks.get(i)) {
+            drop.get_mut(a.end..b.start).into_iter().flatten().for_each(|d| *d = true);
+        }
+    }
+    let any = pieces::glued(bytes, &mut drop)
+        | pieces::separated(bytes, &mut drop)
+        | pieces::prefixed(bytes, &mut drop)
+        | any;
     if !any {
         return None;
     }
-    let mut out = String::with_capacity(text.len());
-    let mut at = 0;
-    for (range, joined) in chunks.iter().zip(&join) {
-        let keep = if *joined { range.start } else { at };
-        out.push_str(text.get(keep..range.end).or_else(|| text.get(at..range.end))?);
-        at = range.end;
-    }
-    out.push_str(text.get(at..)?);
-    Some(out)
+    // Only ASCII bytes are dropped, so what is kept is still UTF-8.
+    let kept: Vec<u8> = bytes.iter().zip(&drop).filter(|(_, d)| !**d).map(|(b, _)| *b).collect();
+    String::from_utf8(kept).ok()
 }
 
 /// The stretches of `bytes` between ASCII whitespace.
