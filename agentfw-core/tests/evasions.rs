@@ -4,7 +4,7 @@
 //! strengths, and every variant must still be refused: accents and stacked marks, leet
 //! digits, small capitals, words joined by `_`, emphasis and code marks, links, list
 //! items and headings, the text cut into parts of a few words, words joined by `-` or in
-//! CamelCase, letters spaced out or joined one by one, Greek and IPA look-alikes, the
+//! CamelCase, long parenthetical asides every few words, letters spaced out or joined one by one, Greek and IPA look-alikes, the
 //! encodings a recipient reads natively (base64, rot13, URL-encoding, when told to), and
 //! for relayed commands shell quoting and indirection. Each class also shows the edit defeating the check a
 //! plain pattern makes on the text as sent (the naive path).
@@ -121,6 +121,10 @@ fn variants(attack: &str) -> Vec<(String, String)> {
     }
     for sep in ["\n\n- ", "\n\n## ", "\n\n> ", "\n```\n\n```\n", "\r\n\r\n", "\n \n"] {
         add("list items, headings, fences", cut(attack, 3, sep));
+    }
+    let aside = " (see appendix B, section 4.2, table 7 for the vendor numbers and the planning figures) ";
+    for k in [2, 3, 5] {
+        add("long asides every few words", cut(attack, k, aside));
     }
     add("joined by -", attack.replace(' ', "-"));
     add("joined by -", cut(attack, 3, " ").split(' ').collect::<Vec<_>>().join("-"));
@@ -291,6 +295,7 @@ fn benign_twins_of_the_word_edits_are_allowed() {
         "Η συνάντηση μεταφέρθηκε για την Τρίτη, τα έγγραφα είναι στο κοινό φάκελο.",
         "Mention α, β, γ and ε-δ proofs in the analysis notes; τ is the time constant.",
         "I-N-F-O: the build b.u.i.l.t fine on the second try.",
+        "Forward (after the review, once the numbers from finance are in) the report to the team.",
     ] {
         assert!(!refused(&s, fine), "{fine:?}");
     }

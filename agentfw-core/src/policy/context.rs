@@ -18,6 +18,7 @@ use crate::message::Agent;
 
 use super::MessageView;
 use super::patterns::Hits;
+use super::plain::without_asides;
 use super::rot13::rot13;
 use super::views::View;
 
@@ -99,11 +100,12 @@ impl Memo {
 /// `message.signals.injection`: the highest score of the text as sent and of the views of
 /// it a reader, or the next agent, reads at no cost: markup looked past and words read as
 /// words ([`View::Plain`]), encoded stretches decoded ([`View::Decoded`]), and rot13 when
-/// the text names it ([`rot13`]). Each view is built once, only when it differs from the
-/// text, so text with nothing to look past is scored once; the worst costs four scores.
+/// the text names it ([`rot13`]), and the text with its asides looked past ([`asides`]).
+/// Each view is built once, only when it differs from the text, so text with nothing to
+/// look past is scored once; the worst costs five scores.
 fn injection(body: &str) -> Option<f64> {
     let model = crate::signals::injection_model().ok()?;
-    let views = [View::Plain.of(body), View::Decoded.of(body), rot13(body)];
+    let views = [View::Plain.of(body), View::Decoded.of(body), rot13(body), without_asides(body)];
     let seen = core::iter::once(body).chain(views.iter().flatten().map(String::as_str));
     Some(seen.map(|text| model.score(text)).fold(0.0, f64::max))
 }
