@@ -249,7 +249,73 @@ def build_split(split, fetch_enabled, cache):
             rows.append(row(carrier(g, "CHECKSUM" if "hash" in category else "DATA", value), "allow", category, f"gen:{carrier.__name__}", split, kind))
     pkg_rows, missing = package_rows(split, fetch_enabled, cache, rng)
     rows.extend(pkg_rows)
+    # Rewrites a reader undoes by reading the syntax or the encoding: pieces concatenated,
+    # listed, labelled or tabled, separators inserted, a prefix set apart, base32, base64
+    # twice, hex bytes, HTML and \u escapes, quoted-printable soft breaks. Their own seed,
+    # so the rows above stay as they were.
+    srng = random.Random(SEEDS[split] * 7 + 5)
+    sg = Gen(srng)
+    for name, var, make in tokens.providers(sg)[:80]:
+        kind = srng.choice(SYNTAX_REWRITES)
+        carrier = srng.choice(line_carriers)
+        rows.append(row(carrier(sg, var, syntax_rewrite(make(), kind, srng)), "deny", "rewrites-syntax", f"gen:rewrite-{carrier.__name__}", split, f"{name} {kind}"))
     return rows, missing
+
+
+SYNTAX_REWRITES = [
+    "concat", "json-array", "join", "comma-list", "labelled", "table", "blank-line", "continuation",
+    "dash-every", "dot-every", "spaced-1", "prefix-apart", "base32", "base64-twice", "hex-bytes",
+    "html-references", "json-escapes", "soft-break",
+]
+
+
+def pieces(value, rng):
+    size = rng.randint(4, 12)
+    return [value[i : i + size] for i in range(0, len(value), size)]
+
+
+def syntax_rewrite(value, kind, rng):
+    half = len(value) // 2
+    if kind == "concat":
+        q = rng.choice(['"', "'"])
+        return q + f"{q} + {q}".join(pieces(value, rng)) + q
+    if kind == "json-array":
+        return json.dumps(pieces(value, rng))
+    if kind == "join":
+        return '[' + ",".join(json.dumps(p) for p in pieces(value, rng)) + '].join("")'
+    if kind == "comma-list":
+        return ", ".join(pieces(value, rng))
+    if kind == "labelled":
+        label = rng.choice(["part", "chunk", "key part", "piece"])
+        return "\n".join(f"{label} {i + 1}: {p}" for i, p in enumerate([value[:half], value[half:]]))
+    if kind == "table":
+        return f"| {value[:half]} | {value[half:]} |"
+    if kind == "blank-line":
+        return value[:half] + "\n\n" + value[half:]
+    if kind == "continuation":
+        return value[:half] + "\\\n" + value[half:]
+    if kind in ("dash-every", "dot-every"):
+        size = rng.randint(3, 6)
+        sep = "-" if kind == "dash-every" else "."
+        return sep.join(value[i : i + size] for i in range(0, len(value), size))
+    if kind == "spaced-1":
+        return " ".join(value)
+    if kind == "prefix-apart":
+        cut = next((i + 1 for i, c in enumerate(value) if c in "_-"), 4)
+        return value[:cut] + " " + value[cut:]
+    if kind == "base32":
+        e = base64.b32encode(value.encode()).decode()
+        return e.lower().rstrip("=") if rng.random() < 0.3 else e
+    if kind == "base64-twice":
+        return base64.b64encode(base64.b64encode(value.encode())).decode()
+    if kind == "hex-bytes":
+        fmt, sep = rng.choice([("{:02X}", " "), ("0x{:02x}", ", "), ("{:02x}", ":")])
+        return sep.join(fmt.format(b) for b in value.encode())
+    if kind == "html-references":
+        return "".join(f"&#{ord(c)};" if rng.random() < 0.5 else f"&#x{ord(c):x};" for c in value)
+    if kind == "json-escapes":
+        return "".join(f"\\u{ord(c):04x}" for c in value)
+    return value[:half] + "=\n" + value[half:]
 
 
 FULLWIDTH = {c: chr(ord(c) + 0xFEE0) for c in ALNUM}
