@@ -107,6 +107,26 @@ pub struct LedgerConfig {
     /// rules would refuse forwarded.
     #[serde(default = "default_kept_bytes")]
     pub kept_bytes: usize,
+    /// Rules, by id, that guard against one kind of harm (injections, relayed commands…).
+    /// A session tainted by one rule of a kind is held to every rule of that kind: a
+    /// re-wording only another of them catches is still judged as passed on. The default
+    /// pack's injection patterns and injection score are one kind.
+    #[serde(default = "default_taint_kinds")]
+    pub taint_kinds: Vec<Vec<String>>,
+}
+
+impl LedgerConfig {
+    /// `rules` and every rule of the same kind, each once.
+    fn same_kind(&self, mut rules: Vec<String>) -> Vec<String> {
+        for kind in &self.taint_kinds {
+            if kind.iter().any(|r| rules.contains(r)) {
+                rules.extend(kind.iter().cloned());
+            }
+        }
+        rules.sort_unstable();
+        rules.dedup();
+        rules
+    }
 }
 
 fn default_span_marks() -> usize {
@@ -117,6 +137,10 @@ fn default_kept_bytes() -> usize {
     256 * 1024
 }
 
+fn default_taint_kinds() -> Vec<Vec<String>> {
+    vec![vec!["deny-forwarded-injections".to_owned(), "deny-forwarded-injection-score".to_owned()]]
+}
+
 impl Default for LedgerConfig {
     fn default() -> Self {
         Self {
@@ -124,6 +148,7 @@ impl Default for LedgerConfig {
             per_session: 10_000,
             span_marks: default_span_marks(),
             kept_bytes: default_kept_bytes(),
+            taint_kinds: default_taint_kinds(),
         }
     }
 }
@@ -238,7 +263,8 @@ impl Ledger {
 
     /// Remember that the agent `recipient` was shown `text`, which came along `provenance`.
     /// `refused_forwarded` names the rules that would refuse the text if the recipient
-    /// passed it on: the text is kept whole, and taints the recipient for those rules.
+    /// passed it on: the text is kept whole, and taints the recipient for those rules and
+    /// every rule of their kind ([`LedgerConfig::taint_kinds`]).
     pub fn record(
         &mut self,
         now: Timestamp,
@@ -257,7 +283,7 @@ impl Ledger {
         if hazardous {
             let until = now + config.window;
             let taints = self.taints.entry(recipient.clone()).or_default();
-            for rule in refused_forwarded {
+            for rule in config.same_kind(refused_forwarded) {
                 match taints.iter_mut().find(|t| t.rule == rule) {
                     Some(t) => {
                         t.until = until;
