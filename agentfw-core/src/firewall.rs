@@ -641,7 +641,8 @@ impl Firewall {
         let decoded_body = decoded_view(&body, &decoded);
         let here = self.state.config.machine.as_str();
         let (agent, to_agent) = (out.from.key(here), out.to.key(here));
-        let trace = self.state.ledger.trace(now, &out.from, &out.to, [&agent, &to_agent], &text);
+        let shown = ledger_key(&out.from, here);
+        let trace = self.state.ledger.trace(now, &out.from, &out.to, [&shown, &to_agent], &text);
         let provenance = trace.provenance.clone();
         let thread = match self.state.limits.thread_for(id, &agent, out.reply_to) {
             Ok(t) => t,
@@ -692,7 +693,7 @@ impl Firewall {
         warnings.extend(admit.warnings.iter().map(Reason::trip));
         let turn = admit.turn;
         self.state.limits.record_send(now, &attempt, admit);
-        self.state.ledger.sent(&agent, &to_agent, trace);
+        self.state.ledger.sent(&shown, &to_agent, trace);
         if self.read.len() == READ_AHEAD {
             self.read.pop_front();
         }
@@ -785,7 +786,8 @@ impl Firewall {
         }
         let refused_forwarded = self.refused_forwarded(&view, decoded_body.as_deref());
         let recipient = m.to.key(&self.state.config.machine);
-        self.state.ledger.record(now, &recipient, text, m.provenance.clone(), refused_forwarded);
+        let shown = ledger_key(&m.to, &self.state.config.machine);
+        self.state.ledger.record(now, &shown, text, m.provenance.clone(), refused_forwarded);
         let fenced = fence(&m.from.header_label(), id, &body, rng);
         self.state.limits.record_delivery(now, &recipient, m.turn);
         self.record_delivery(now, &m, Verdict::Allow, None);
@@ -1082,6 +1084,14 @@ impl Firewall {
             s.events.push_back(Event::Released { agent });
         }
     }
+}
+
+/// The key the ledger keeps what `agent` was shown under (PV-5): that of the outermost
+/// session it runs inside, or its own. A nested session acts for the sessions around it
+/// (ID6), so what any session of a chain was shown, the host or a harness it started, counts
+/// as shown to all of them: their taints, kept texts and send streams are one.
+fn ledger_key(agent: &Agent, here: &str) -> AgentKey {
+    agent.enclosing().last().map_or_else(|| agent.key(here), |top| top.key(here))
 }
 
 /// Every rule that refuses `view`: each matching deny rule, and each rule that fails to
