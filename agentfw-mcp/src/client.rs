@@ -130,7 +130,17 @@ impl Client {
         let mut line = serde_json::to_vec(&Request { v: proto::VERSION, id, op: op.clone() })
             .map_err(|e| ClientError::Protocol(e.to_string()))?;
         line.push(b'\n');
-        self.writer.write_all(&line)?;
+        if let Err(e) = self.writer.write_all(&line) {
+            // A daemon that refuses the connection (busy) answers and closes before reading:
+            // its answer says why, the broken pipe does not.
+            return match proto::read_line(&mut self.reader, proto::MAX_RESPONSE_BYTES) {
+                Ok(Some(answer)) => match serde_json::from_slice::<Response>(&answer) {
+                    Ok(Response { error: Some(error), .. }) => Err(ClientError::Daemon(error)),
+                    _ => Err(e.into()),
+                },
+                _ => Err(e.into()),
+            };
+        }
         let Some(answer) = proto::read_line(&mut self.reader, proto::MAX_RESPONSE_BYTES)? else {
             return Err(ClientError::Io(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

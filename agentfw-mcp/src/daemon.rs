@@ -10,8 +10,10 @@
 //!   connection: nothing the client sends can change it. An admin request is placed again
 //!   when it comes ([`crate::admin`], AM6), and refused if the process that connected is gone.
 //! - **Bounded.** At most [`MAX_CONNECTIONS`] connections at once (one user's daemon: they
-//!   are all that user's) and [`proto::MAX_REQUEST_BYTES`] buffered per connection; the
-//!   excess is refused with `daemon.busy` or `proto.too_large`, and the connection closed.
+//!   are all that user's), [`MAX_PER_PEER`] of them from one process, and
+//!   [`proto::MAX_REQUEST_BYTES`] buffered per connection; the excess is refused with
+//!   `daemon.busy` or `proto.too_large`, and the connection closed. A connection with no
+//!   complete first request within `FIRST_REQUEST` is closed.
 //! - **One engine thread** owns the firewall and the database ([`crate::engine`]); socket
 //!   tasks hand it requests and wait for its answer. It also runs the firewall's timeouts
 //!   (`Input::Timeout` when `poll_timeout` falls due), snapshots, rule reloads, retention
@@ -47,6 +49,48 @@ use crate::{clock, pins, wake};
 /// Most connections served at once. Each costs a task, a buffer of up to
 /// [`proto::MAX_REQUEST_BYTES`] and, while its caller is decided, a blocking thread.
 pub const MAX_CONNECTIONS: usize = 64;
+
+/// Most connections one process holds at once, so that one leaking or hung client cannot
+/// take the slots every other agent needs (an `agentfw mcp` server holds one, a command one).
+pub const MAX_PER_PEER: usize = 8;
+
+/// How long a new connection may wait before its first complete request: one that sends
+/// nothing is closed then and its slot freed.
+const FIRST_REQUEST: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Connections held per peer process, for [`MAX_PER_PEER`].
+type PerPeer = Arc<std::sync::Mutex<std::collections::HashMap<u32, usize>>>;
+
+/// A peer's share of [`MAX_PER_PEER`], given back when its connection ends.
+struct PeerSlot {
+    peers: PerPeer,
+    pid: u32,
+}
+
+impl PeerSlot {
+    /// A slot for `pid`, or `None` when it holds [`MAX_PER_PEER`] already.
+    fn take(peers: &PerPeer, pid: u32) -> Option<Self> {
+        let mut held = peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = held.entry(pid).or_insert(0);
+        if *n >= MAX_PER_PEER {
+            return None;
+        }
+        *n += 1;
+        Some(Self { peers: Arc::clone(peers), pid })
+    }
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut held = self.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = held.get_mut(&self.pid) {
+            *n -= 1;
+            if *n == 0 {
+                held.remove(&self.pid);
+            }
+        }
+    }
+}
 
 /// Why the daemon could not start.
 #[derive(Debug, thiserror::Error)]
@@ -323,16 +367,21 @@ async fn serve(
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
     let mut connections = tokio::task::JoinSet::new();
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let peers = PerPeer::default();
     loop {
         while connections.try_join_next().is_some() {}
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((mut stream, _)) => {
-                    let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-                        let body = ErrorBody::new(
-                            code::BUSY,
-                            format!("the agentfw daemon already serves {MAX_CONNECTIONS} connections, the most it takes; this one is closed: try again when others have finished"),
-                        );
+                    let pid = stream.peer_cred().ok().and_then(|c| c.pid()).and_then(|p| u32::try_from(p).ok()).unwrap_or(0);
+                    let taken = PeerSlot::take(&peers, pid).map(|peer| (peer, Arc::clone(&slots).try_acquire_owned()));
+                    let refusal = match &taken {
+                        None => Some(format!("process {pid} already holds {MAX_PER_PEER} connections to the agentfw daemon, the most it takes from one process; this one is closed: close the ones it does not use")),
+                        Some((_, Err(_))) => Some(format!("the agentfw daemon already serves {MAX_CONNECTIONS} connections, the most it takes; this one is closed: try again when others have finished")),
+                        Some((_, Ok(_))) => None,
+                    };
+                    let Some((peer, Ok(slot))) = taken else {
+                        let body = ErrorBody::new(code::BUSY, refusal.unwrap_or_default());
                         // Told without waiting on a client that may not read.
                         let _ = tokio::time::timeout(std::time::Duration::from_millis(100), send(&mut stream, &Response::err(0, body))).await;
                         continue;
@@ -342,7 +391,7 @@ async fn serve(
                         if let Err(e) = connection(stream, jobs, resolver, clock).await {
                             eprintln!("agentfw daemon: connection: {e}");
                         }
-                        drop(slot);
+                        drop((slot, peer));
                     });
                 }
                 Err(e) => {
@@ -389,8 +438,18 @@ async fn connection(
         .map_err(|e| io::Error::other(e.to_string()))?;
     let caller = Arc::new(caller);
     let mut lines = Lines { read, pending: Vec::new() };
+    let mut first = true;
     loop {
-        let line = match lines.next(proto::MAX_REQUEST_BYTES).await {
+        let next = lines.next(proto::MAX_REQUEST_BYTES);
+        let next = if std::mem::take(&mut first) {
+            match tokio::time::timeout(FIRST_REQUEST, next).await {
+                Ok(next) => next,
+                Err(_) => return Ok(()),
+            }
+        } else {
+            next.await
+        };
+        let line = match next {
             Ok(Some(line)) => line,
             Ok(None) => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::InvalidData => {

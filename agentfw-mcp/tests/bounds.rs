@@ -157,6 +157,33 @@ fn the_daemon_caps_connections_and_says_so() {
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
 }
 
+/// One process holding 70 idle connections (sending nothing) takes only its share of the
+/// daemon: the others are refused `daemon.busy`, readably, and other agents still send.
+#[test]
+fn idle_connections_of_one_process_do_not_stop_the_others() {
+    let w = World::new();
+    let mut web = w.agent("claude", "web");
+    let _api = w.agent("codex", "api");
+    let path = socket(&w);
+    let mut held = Vec::new();
+    let mut refused = 0;
+    for _ in 0..70 {
+        let mut s = UnixStream::connect(&path).unwrap();
+        match line_from(&mut s) {
+            Some(answer) => {
+                assert_eq!(answer["error"]["code"], "daemon.busy", "{answer}");
+                refused += 1;
+            }
+            None => held.push(s),
+        }
+    }
+    assert_eq!(held.len(), agentfw_mcp::daemon::MAX_PER_PEER, "{refused} refused");
+    let sent = web.send("api (codex)", "the build is green");
+    assert!(!sent.error, "{}", sent.text);
+    let out = w.agentfw_as("codex", "api", &["send", "web (claude)", "thanks"]);
+    assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
+}
+
 #[test]
 fn a_line_over_the_limit_is_refused_and_the_connection_closed() {
     let w = World::new();
