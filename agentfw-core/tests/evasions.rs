@@ -126,6 +126,9 @@ fn variants(attack: &str) -> Vec<(String, String)> {
     for k in [2, 3, 5] {
         add("long asides every few words", cut(attack, k, aside));
     }
+    for blank in ["\u{2800}", "\u{A0}\u{A0}", "\u{3000}", "\u{202F}"] {
+        add("joined by blanks", attack.replace(' ', blank));
+    }
     add("joined by -", attack.replace(' ', "-"));
     add("joined by -", cut(attack, 3, " ").split(' ').collect::<Vec<_>>().join("-"));
     add("CamelCase", each_word(attack, |_, w| capitalized(w)).replace(' ', ""));

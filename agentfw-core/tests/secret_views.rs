@@ -146,6 +146,10 @@ fn rewrites(value: &str) -> Vec<(String, String)> {
         ("dot every 5".to_owned(), spaced(value, 5, ".")),
         ("spaced every character".to_owned(), spaced(value, 1, " ")),
         ("spaced every 10".to_owned(), spaced(value, 10, " ")),
+        ("no-break space every 4".to_owned(), spaced(value, 4, "\u{A0}")),
+        ("ideographic space every 6".to_owned(), spaced(value, 6, "\u{3000}")),
+        ("braille blank every 5".to_owned(), spaced(value, 5, "\u{2800}")),
+        ("thin space every 8".to_owned(), spaced(value, 8, "\u{2009}")),
         ("prefix set apart".to_owned(), {
             let cut = value.find(['_', '-']).map_or(4, |i| i + 1);
             format!("{} {}", &value[..cut], &value[cut..])

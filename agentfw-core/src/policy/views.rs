@@ -25,6 +25,8 @@
 
 mod pieces;
 
+use std::borrow::Cow;
+
 use super::plain::plain;
 use crate::decode::{decode, decoded_view, is_token_byte as is_token, looks_random};
 use crate::normalize::fold_keeping_case;
@@ -63,12 +65,38 @@ impl View {
         let view = match self {
             Self::Folded if text.is_ascii() => return None,
             Self::Folded => fold_keeping_case(text),
-            Self::Joined => joined(text)?,
+            Self::Joined => joined(&blanks_as_spaces(text))?,
             Self::Decoded => decoded_view(text, &decode(text))?,
-            Self::Plain => plain(text)?,
+            Self::Plain => {
+                let spaced = blanks_as_spaces(text);
+                match (plain(&spaced), spaced) {
+                    (Some(view), _) | (None, Cow::Owned(view)) => view,
+                    (None, Cow::Borrowed(_)) => return None,
+                }
+            }
         };
         (view != text).then_some(view)
     }
+}
+
+/// Whether `c` shows as a gap between words without being an ASCII space: Unicode's other
+/// white space (no-break, ideographic, thin and figure spaces, line and paragraph
+/// separators) and the braille blank, which is no white space to Unicode but renders as
+/// one. The fold keeps the braille blank as a letter, so words or a token's pieces around
+/// it would read as one run. (Blanks that render as nothing, such as the Hangul fillers, are
+/// removed from every message before the rules see it: see `normalize::is_invisible`.)
+fn is_blank(c: char) -> bool {
+    (c.is_whitespace() && !c.is_ascii()) || c == '\u{2800}'
+}
+
+/// `text` with every [`is_blank`] character an ASCII space, so that the joined and plain
+/// views treat it as the gap it shows as: a token cut every four characters by no-break
+/// spaces is joined like one cut by spaces, and words joined by braille blanks are words.
+fn blanks_as_spaces(text: &str) -> Cow<'_, str> {
+    if text.is_ascii() || !text.chars().any(is_blank) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(text.chars().map(|c| if is_blank(c) { ' ' } else { c }).collect())
 }
 
 /// Shortest piece of a token before a line break that the break is removed after.
