@@ -184,33 +184,6 @@ fn a_restarted_harness_stays_quarantined() {
     assert!(!again.send("worker (cursor)", "hello again").error);
 }
 
-/// The inbox belongs to the agent: a message sent to a session that ended before reading
-/// it is delivered, once, to the next session of the same agent (its harness started again
-/// in the same folder), and the audit says it moved. Another folder is another agent.
-#[test]
-fn a_message_waiting_for_an_ended_session_goes_to_the_next_session_of_its_agent() {
-    let w = World::new();
-    let mut web = w.agent("claude", "web");
-    let api = w.agent("codex", "api");
-    let docs = w.agent("codex", "docs");
-    let text = "Heads-up: the staging database password rotates at 18:00, update your env file.";
-    assert!(!web.send("api (codex)", text).error);
-    assert!(!web.send("docs (codex)", "the docs build is green").error);
-    api.stop();
-    docs.stop();
-
-    let mut other = w.agent("codex", "other");
-    assert_eq!(other.inbox().text, "No new messages.", "another folder is another agent");
-    let mut again = w.agent("codex", "api");
-    let got = again.inbox();
-    assert!(!got.error && got.text.contains(text), "{}", got.text);
-    assert_eq!(again.inbox().text, "No new messages.", "delivered once");
-    let audit = stdout(&w.agentfw(&["audit", "--json"]));
-    let moved: Vec<&str> = audit.lines().filter(|l| l.contains(r#""verdict":"moved""#)).collect();
-    assert_eq!(moved.len(), 1, "{audit}");
-    assert!(moved[0].contains(r#""to_label":"api (codex)""#), "{}", moved[0]);
-}
-
 #[test]
 fn bad_input_gets_clear_errors_and_the_session_goes_on() {
     let w = World::new();

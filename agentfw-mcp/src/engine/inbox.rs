@@ -2,9 +2,8 @@
 //! in batches a retrying client gets again (see the parent module's docs).
 
 use agentfw_core::code::ReasonCode;
-use agentfw_core::firewall::{Accepted, Decision, Input, Output, Reason, Verdict};
+use agentfw_core::firewall::{Accepted, Input, Output, Reason};
 use agentfw_core::message::AgentId;
-use agentfw_core::policy::Stage;
 use agentfw_core::time::Timestamp;
 use serde_json::Value;
 
@@ -28,7 +27,6 @@ impl Engine {
         batch: Option<String>,
     ) -> Result<Value, EngineError> {
         let me = self.session_for(now, caller)?;
-        let orphans = self.orphaned(&me)?;
         let batch = batch.unwrap_or_else(clock::token);
         check_token(&batch, "batch")?;
         let (previous, cleared) = match self.sessions.get_mut(&me) {
@@ -41,17 +39,11 @@ impl Engine {
         if let Some(stored) = self.stored_batch(&me, &batch)? {
             return Ok(serde_json::to_value(stored)?);
         }
-        if orphans.is_empty() && !self.db.any_due(now, &me)? && previous.is_none() && cleared {
+        if !self.db.any_due(now, &me)? && previous.is_none() && cleared {
             let result = InboxResult { batch, held: self.waiting(&me)?, ..InboxResult::default() };
             return Ok(serde_json::to_value(result)?);
         }
         let result = self.tx(now, |e| {
-            for gone in &orphans {
-                for m in e.db.adopt(gone, &me)? {
-                    e.audit_moved(now, &m, gone, &me)?;
-                }
-            }
-            let heir = e.sessions.get(&me).map(|s| s.agent().clone());
             // The client asks for a new batch, so it has the previous one: erase its text.
             let erased = match (&previous, cleared) {
                 (Some(prev), _) => e.db.erase_batch(&me, prev)?,
@@ -71,12 +63,6 @@ impl Engine {
                         continue;
                     }
                     Pending::Message { seq, message } => (seq, *message),
-                };
-                // A message that waited for an ended session of this agent is delivered to
-                // this one: the firewall judges, fences and records it for its reader.
-                let accepted = match &heir {
-                    Some(heir) if accepted.to.id != me => Accepted { to: heir.clone(), ..accepted },
-                    _ => accepted,
                 };
                 let mut out = e.apply(now, Input::Deliver(accepted.clone()))?;
                 if matches!(&out, Output::Held { reason, .. } if reason.code.is_admission()) && e.run_refreshes(now)? {
@@ -120,43 +106,6 @@ impl Engine {
             s.cleared = true;
         }
         Ok(serde_json::to_value(result)?)
-    }
-
-    /// The ended sessions of the caller's agent (the same [`agentfw_core::message::AgentKey`]:
-    /// harness kind, folder, machine) that something still waits for. The inbox belongs to
-    /// the agent, as its quarantine and ledger do: the first session of it that reads gets
-    /// what an ended one never read. A live session keeps its own.
-    fn orphaned(&self, me: &AgentId) -> Result<Vec<AgentId>, EngineError> {
-        let Some(mine) = self.sessions.get(me) else { return Ok(Vec::new()) };
-        let here = &self.fw.config().machine;
-        let key = mine.agent().key(here);
-        let mut gone = Vec::new();
-        for s in self.sessions.values() {
-            let id = &s.agent().id;
-            if id != me && s.agent().key(here) == key && !self.alive(s) && self.db.any_waiting(id)? {
-                gone.push(id.clone());
-            }
-        }
-        Ok(gone)
-    }
-
-    /// The audit record of message `m` moved from the ended session `gone` to `heir`:
-    /// verdict `moved`, from the one session to the other.
-    fn audit_moved(&mut self, now: Timestamp, m: &Accepted, gone: &AgentId, heir: &AgentId) -> Result<(), EngineError> {
-        let d = Decision {
-            at: now,
-            id: m.id,
-            stage: Stage::Delivering,
-            from: gone.clone(),
-            from_label: self.label(gone),
-            to: heir.clone(),
-            to_label: self.label(heir),
-            size: m.body.len(),
-            hops: m.provenance.hops,
-            verdict: Verdict::Allow,
-            reason: None,
-        };
-        self.audit_as(&d, "moved")
     }
 
     pub(super) fn waiting(&self, me: &AgentId) -> Result<u32, EngineError> {

@@ -188,7 +188,7 @@ impl Engine {
         self.audit_as(d, verdict)
     }
 
-    pub(super) fn audit_as(&mut self, d: &Decision, verdict: &str) -> Result<(), EngineError> {
+    fn audit_as(&mut self, d: &Decision, verdict: &str) -> Result<(), EngineError> {
         let unverified = self.sessions.get(&d.from).and_then(|s| s.identity.unverified.as_ref()).map(|u| u.to_string());
         let seq = self.db.audit(d, verdict, unverified.as_deref())?;
         self.feed_decision(|| crate::store::audit_record(seq, d, verdict, unverified));

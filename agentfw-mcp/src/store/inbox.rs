@@ -67,33 +67,6 @@ impl Store {
         Ok(seen.is_some())
     }
 
-    /// Whether anything waits for `recipient`, due or held.
-    pub fn any_waiting(&self, recipient: &AgentId) -> Result<bool, StoreError> {
-        Ok(self.conn.row(
-            "SELECT EXISTS (SELECT 1 FROM inbox WHERE recipient = ?1 AND state = 'pending')",
-            [recipient.as_str()],
-            |r| r.get(0),
-        )?)
-    }
-
-    /// Moves what waits for `gone` (a session that ended) to `heir` (the next session of
-    /// the same agent), keeping every row's id and order; returns the messages moved, for
-    /// the audit.
-    pub fn adopt(&self, gone: &AgentId, heir: &AgentId) -> Result<Vec<Accepted>, StoreError> {
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT message FROM inbox WHERE recipient = ?1 AND state = 'pending' AND message IS NOT NULL ORDER BY seq",
-        )?;
-        let moved = stmt
-            .query_map([gone.as_str()], |r| r.get::<_, String>(0))?
-            .map(|m| Ok(serde_json::from_str(&m?)?))
-            .collect::<Result<Vec<Accepted>, StoreError>>()?;
-        self.conn.exec(
-            "UPDATE inbox SET recipient = ?2 WHERE recipient = ?1 AND state = 'pending'",
-            params![gone.as_str(), heir.as_str()],
-        )?;
-        Ok(moved)
-    }
-
     /// Whether anything pending for `recipient` may be delivered at `now`.
     pub fn any_due(&self, now: Timestamp, recipient: &AgentId) -> Result<bool, StoreError> {
         Ok(self.conn.row(
